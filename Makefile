@@ -1,0 +1,70 @@
+# PyTorch Universal Dev: thin aliases over the `pudev` CLI. `make help` lists them.
+# The first target that needs it creates .venv (requirements/dev.txt + pudev).
+
+PYTHON ?= python3
+VENV ?= .venv
+# The docker client to use. Empty: the first on PATH that can run BuildKit builds.
+DOCKER ?=
+PUDEV := $(VENV)/bin/pudev
+PYTEST := $(VENV)/bin/python -m pytest
+
+ifneq ($(strip $(DOCKER)),)
+export PUDEV_DOCKER := $(DOCKER)
+endif
+
+.DEFAULT_GOAL := help
+.PHONY: help venv host-setup build-all build-local test test-local lint unit e2e lock standins bench-build clean
+
+help: ## show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@echo "  Variants: see 'make venv && $(PUDEV) variants'. Docker client: make DOCKER=/path/to/docker ..."
+
+$(VENV)/.installed: requirements/dev.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements/dev.txt -e .
+	@touch $@
+
+venv: $(VENV)/.installed ## create the project's virtual environment
+
+host-setup: ## install/start what the tests need (Docker engine, debootstrap, shellcheck, registry)
+	sh scripts/host-setup.sh all
+
+build-%: venv ## build one variant from the official images, e.g. make build-cu118
+	$(PUDEV) build $*
+
+build-all: venv ## build every variant in docker/variants.toml
+	$(PUDEV) build all
+
+build-local: venv host-setup standins ## build cu121 from stand-ins (no registry or NVIDIA access needed)
+	$(PUDEV) build --profile local
+
+test-%: venv ## run the in-image test suite on a built variant, e.g. make test-cu121
+	$(PUDEV) test $*
+
+test-local: venv ## run the in-image test suite on the stand-in build
+	$(PUDEV) test --profile local
+
+test: venv host-setup ## every test: lint gates, unit, and e2e (real engine, real image build)
+	$(PYTEST)
+
+lint: venv ## the lint gates only (ruff, mypy, shellcheck, hadolint, workflow schema)
+	$(PYTEST) tests/lint
+
+unit: venv ## host unit tests only (no engine)
+	$(PYTEST) tests/unit
+
+e2e: venv host-setup ## end-to-end tests only (real engine)
+	$(PYTEST) tests/e2e
+
+lock: venv ## regenerate requirements/lock/*.txt (hashed, per variant)
+	$(PUDEV) lock
+
+standins: venv ## build the stand-in images (idempotent)
+	$(PUDEV) standins
+
+bench-build: venv host-setup standins ## time cold and incremental stand-in builds (reports/bench-build.json)
+	$(PUDEV) bench-build $(if $(COMPARE),--compare $(COMPARE))
+
+clean: ## remove the virtual environment and the locally built images (keeps stand-ins)
+	-$(PUDEV) clean 2>/dev/null
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

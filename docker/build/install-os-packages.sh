@@ -1,0 +1,37 @@
+#!/bin/sh
+# Add what the runtime bases lack: compilers (plus an older g++ where a toolkit's
+# nvcc refuses the default one), build tools, zsh and tini.
+# Usage: install-os-packages.sh BUILD_MIRROR MAX_GCC [MAX_GCC...]
+# Needs PYTHONPATH to hold pudev (bind-mounted) for the mirror steps.
+set -eu
+build_mirror=$1
+shift
+sources=$(mktemp -d)
+trap 'rm -rf "$sources"' EXIT
+
+# Keep the base's sources for `pudev mirror none`; download through BUILD_MIRROR.
+python -m pudev.mirror save-originals
+python -m pudev.mirror build-sources "$build_mirror" "$sources"
+# shellcheck disable=SC2086  # PUDEV_APT_CA_OPTIONS holds several words on purpose.
+set -- "$@" -- -o "Dir::Etc::SourceList=$sources/sources.list" \
+    -o "Dir::Etc::SourceParts=$sources/sources.list.d" ${PUDEV_APT_CA_OPTIONS:-}
+max_gccs=""
+while [ "$1" != "--" ]; do max_gccs="$max_gccs $1"; shift; done
+shift
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get "$@" -q update
+default_gcc=$(apt-cache "$@" show --no-all-versions g++ \
+    | sed -n 's/^Version: \([0-9]*:\)\{0,1\}\([0-9]*\).*/\2/p' | head -n 1)
+extra=""
+for max in $max_gccs; do
+    if [ "$default_gcc" -gt "$max" ]; then
+        case " $extra " in *" g++-$max "*) ;; *) extra="$extra g++-$max" ;; esac
+    fi
+done
+echo "install-os-packages: default g++ $default_gcc; for older toolkits:${extra:- none needed}"
+# shellcheck disable=SC2086  # $extra is a list of package names.
+apt-get "$@" -q install -y --no-install-recommends \
+    g++ $extra make ninja-build cmake git curl ca-certificates unzip less nano procps openssh-client \
+    zsh zsh-syntax-highlighting zsh-autosuggestions tini
+rm -rf /var/log/apt/* /var/log/dpkg.log /var/cache/debconf/*-old

@@ -1,0 +1,29 @@
+# Stand-in for pytorch/pytorch:*-runtime: the same layout (Python with its headers under /opt/conda,
+# WORKDIR /workspace, NVIDIA_* environment, no compiler, no /usr/local/cuda) with
+# real CUDA builds of torch and torchvision from the default package index.
+# Built by `pudev standins` for machines that cannot reach Docker Hub; never published.
+ARG OS_IMAGE
+FROM ${OS_IMAGE}
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ARG PYTHON_VERSION
+ARG TORCH_VERSION
+ARG TORCHVISION_VERSION
+
+RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
+    --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
+    apt-get update -q \
+    && apt-get install -y -q --no-install-recommends ca-certificates "python${PYTHON_VERSION}-venv" "python${PYTHON_VERSION}-dev" \
+    && "python${PYTHON_VERSION}" -m venv /opt/conda
+
+ENV PATH=/opt/conda/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility \
+    LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64 \
+    PYTORCH_VERSION=${TORCH_VERSION}
+
+RUN --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=secret,id=ca \
+    --mount=type=bind,source=docker/build/with-ca.sh,target=/usr/local/sbin/with-ca \
+    sh /usr/local/sbin/with-ca pip install -q "torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}"
+
+WORKDIR /workspace

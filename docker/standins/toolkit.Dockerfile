@@ -1,0 +1,36 @@
+# Stand-in for nvidia/cuda:X.Y-devel: a complete CUDA toolkit in /usr/local/cuda-X.Y,
+# assembled from NVIDIA's pip wheels and Debian's packaging of NVIDIA's compiler
+# programs (toolkit-standins.md). Built by `pudev standins` for machines that
+# cannot reach NVIDIA's registry; never published.
+ARG OS_IMAGE
+FROM ${OS_IMAGE}
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ARG CUDA_VERSION
+ARG WHEELS
+ARG DEB_SUITE
+ARG DEB_TOOLKIT_VERSION
+ARG DEB_DEV_VERSION
+
+RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
+    --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
+    apt-get update -q && apt-get install -y -q --no-install-recommends ca-certificates python3-pip unzip
+
+# Downloads stay in cache mounts; only the assembled tree lands in the layer.
+# WHEELS is a list of requirement specs, split on purpose.
+RUN --mount=type=cache,target=/var/cache/pudev-standins \
+    --mount=type=secret,id=ca \
+    --mount=type=bind,source=docker/build/with-ca.sh,target=/usr/local/sbin/with-ca \
+    --mount=type=bind,source=docker/standins/fetch-debs.sh,target=/usr/local/sbin/fetch-debs \
+    --mount=type=bind,source=docker/standins/assemble-toolkit.sh,target=/usr/local/sbin/assemble-toolkit \
+    downloads=/var/cache/pudev-standins/cuda-${CUDA_VERSION} \
+    && sh /usr/local/sbin/with-ca python3 -m pip download -q --no-cache-dir --only-binary=:all: --dest "$downloads/wheels" ${WHEELS} \
+    && sh /usr/local/sbin/with-ca sh /usr/local/sbin/fetch-debs "${DEB_SUITE}" "${DEB_TOOLKIT_VERSION}" "${DEB_DEV_VERSION}" "$downloads/debs" \
+    && sh /usr/local/sbin/assemble-toolkit "${CUDA_VERSION}" "$downloads/wheels" "$downloads/debs" \
+    && ln -s "cuda-${CUDA_VERSION}" /usr/local/cuda
+
+ENV CUDA_VERSION=${CUDA_VERSION} \
+    PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64 \
+    LIBRARY_PATH=/usr/local/cuda/lib64/stubs \
+    NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility

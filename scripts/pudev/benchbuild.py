@@ -1,0 +1,144 @@
+"""`pudev bench-build`: how fast the stand-in cu121 build is, cold and after the
+usual edits, and how big its layers are. Stand-ins must already be built.
+
+Scenarios, in order: cold (--no-cache: every step runs again; the pip and apt
+download caches in cache mounts stay warm), an in-image tool file edited, one
+pinned requirement changed, MIRROR changed, and a no-op rebuild. Every edit is
+undone afterwards and the normal image rebuilt.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pudev import engine
+from pudev.common.errors import PudevError
+from pudev.common.table import render_table
+from pudev.manifest import layer_history
+from pudev.paths import REPO_ROOT, REQUIREMENTS_DIR
+
+TOOL_FILE = REPO_ROOT / "scripts/pudev/image/gpumon.py"
+TARGETS = {"tool-edit": 0.05, "requirement-change": 0.35, "no-op": 0.02}
+PROBE_PACKAGE = "tqdm"
+
+
+@dataclass
+class Measurement:
+    scenario: str
+    seconds: float
+    ratio: float
+    rebuilt: list[str]
+
+
+def _pudev(*args: str) -> tuple[float, str]:
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "pudev.cli", *args], cwd=REPO_ROOT, capture_output=True,
+                            text=True, check=False)
+    elapsed = time.monotonic() - started
+    if result.returncode != 0:
+        raise PudevError(f"pudev {' '.join(args)} failed during the benchmark: "
+                         f"{engine.last_line(result.stderr or result.stdout)}")
+    return elapsed, result.stdout
+
+
+def rebuilt_steps(log: str) -> list[str]:
+    """The build steps that ran (DONE without CACHED), as '[stage k/n] INSTRUCTION'."""
+    headers = {step: " ".join(text.split())[:90] for step, text in
+               re.findall(r"^#(\d+) (\[[\w.-]+\s+\d+/\d+\] .*)$", log, re.MULTILINE)}
+    cached = set(re.findall(r"^#(\d+) CACHED", log, re.MULTILINE))
+    done = re.findall(r"^#(\d+) DONE", log, re.MULTILINE)
+    return [headers[step] for step in dict.fromkeys(done) if step in headers and step not in cached]
+
+
+def _changed_lock(lock: Path) -> str:
+    """The lock with PROBE_PACKAGE at another release, resolved by uv like `make lock` does."""
+    from pudev.locking import uv_command
+
+    current = re.search(rf"^{PROBE_PACKAGE}==(\S+)", lock.read_text(), re.MULTILINE)
+    if current is None:
+        raise PudevError(f"{lock} pins no {PROBE_PACKAGE}; the benchmark changes that pin")
+    with tempfile.TemporaryDirectory() as folder:
+        constraint = Path(folder) / "constraint.txt"
+        constraint.write_text(f"{PROBE_PACKAGE}!={current.group(1)}\n")
+        output = Path(folder) / "lock.txt"
+        subprocess.run([uv_command(), "pip", "compile", str(REQUIREMENTS_DIR / "image.in"), "--generate-hashes",
+                        "--quiet", "--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_28",
+                        "--constraint", str(constraint), "--custom-compile-command", "make lock",
+                        "--output-file", str(output)], check=True, capture_output=True)
+        return output.read_text()
+
+
+def _measure(scenario: str, args: list[str], cold: float | None) -> Measurement:
+    seconds, log = _pudev("build", "--profile", "local", *args)
+    ratio = seconds / cold if cold else 1.0
+    return Measurement(scenario, seconds, ratio, rebuilt_steps(log))
+
+
+def run_scenarios() -> list[Measurement]:
+    lock = REQUIREMENTS_DIR / "lock/cu121.txt"
+    original_tool, original_lock = TOOL_FILE.read_text(), lock.read_text()
+    results = [_measure("cold", ["--no-cache"], None)]
+    cold = results[0].seconds
+    try:
+        TOOL_FILE.write_text(original_tool + f"\n# bench-build probe {time.time()}\n")
+        results.append(_measure("tool-edit", [], cold))
+        TOOL_FILE.write_text(original_tool)
+        lock.write_text(_changed_lock(lock))
+        results.append(_measure("requirement-change", [], cold))
+        lock.write_text(original_lock)
+        results.append(_measure("mirror-change", ["--mirror", "tuna"], cold))
+        results.append(_measure("no-op", ["--mirror", "tuna"], cold))
+    finally:
+        TOOL_FILE.write_text(original_tool)
+        lock.write_text(original_lock)
+        _pudev("build", "--profile", "local")  # leave the normal image behind
+    return results
+
+
+def size_report(image: str, base: str) -> dict[str, Any]:
+    info, base_info = engine.inspect_image(image), engine.inspect_image(base)
+    if info is None or base_info is None:
+        raise PudevError(f"{image} or its base {base} is missing; build them first")
+    layers = layer_history(image)
+    own = layers[len(layer_history(base)):]
+    return {"image": image, "size": info["Size"], "base_size": base_info["Size"],
+            "added_over_base": info["Size"] - base_info["Size"], "layers": own}
+
+
+def render(results: list[Measurement], sizes: dict[str, Any], previous: dict[str, float] | None = None) -> str:
+    rows = []
+    for item in results:
+        target = TARGETS.get(item.scenario)
+        verdict = "-" if target is None else ("ok" if item.ratio <= target else f"MISSED (<= {target:.0%})")
+        before = (previous or {}).get(item.scenario)
+        rows.append([item.scenario, f"{item.seconds:.1f}", "-" if before is None else f"{before:.1f}",
+                     f"{item.ratio:.1%}", len(item.rebuilt), verdict])
+    mib = 1024**2
+    lines = [render_table(["scenario", "seconds", "previous run", "of cold", "steps run", "target"], rows), "",
+             f"image {sizes['size'] / mib:.0f} MiB = base {sizes['base_size'] / mib:.0f} MiB + "
+             f"{sizes['added_over_base'] / mib:.0f} MiB added", ""]
+    lines.append(render_table(["MiB", "instruction"], [[f"{layer['size'] / mib:.1f}", layer["created_by"][:100]]
+                                                        for layer in sizes["layers"] if layer["size"]]))
+    return "\n".join(lines)
+
+
+def bench_build(out: Path, image: str, base: str, compare: Path | None = None) -> str:
+    previous = None
+    if compare is not None:
+        earlier = json.loads(compare.read_text())
+        previous = {item["scenario"]: float(item["seconds"]) for item in earlier["scenarios"]}
+    results = run_scenarios()
+    sizes = size_report(image, base)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                               "scenarios": [asdict(item) for item in results], "sizes": sizes,
+                               "targets": TARGETS}, indent=2) + "\n")
+    return render(results, sizes, previous)

@@ -1,0 +1,82 @@
+"""Run a build plan: stream BuildKit's progress, name the failing stage, and tag
+only on success (BuildKit names the image as its very last step, so a failed or
+interrupted build creates or moves no tag)."""
+
+from __future__ import annotations
+
+import collections
+import signal
+import subprocess
+import sys
+import time
+from typing import TextIO
+
+from pudev import engine
+from pudev.buildlock import build_lock
+from pudev.buildlog import find_failure
+from pudev.common.errors import PudevError
+from pudev.plan import BuildPlan
+
+LOG_LINES_KEPT = 4000
+
+
+def _stream(process: subprocess.Popen[str], sink: TextIO, kept: collections.deque[str]) -> None:
+    assert process.stdout is not None
+    for line in process.stdout:
+        sink.write(line)
+        sink.flush()
+        kept.append(line)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """Cancel the build: the client's SIGINT makes BuildKit drop the solve and its containers."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
+    """Build and tag; returns the image id. Raises PudevError with the failing stage."""
+    engine.require_daemon()
+    command = [engine.docker_cli(), *plan.docker_args()]
+    kept: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
+    with build_lock(plan.tag):
+        replaced = engine.image_id(plan.tag)
+        started = time.monotonic()
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=engine.docker_env(), bufsize=1
+        )
+        try:
+            _stream(process, sink, kept)
+            returncode = process.wait()
+        except KeyboardInterrupt:
+            _stop(process)
+            raise PudevError(f"build of {plan.tag} interrupted: no tag was created or moved", exit_code=130) from None
+        finally:
+            _stop(process)
+        if returncode != 0:
+            raise _failure(plan, list(kept), returncode)
+        image = engine.image_id(plan.tag)
+        if image is None:
+            raise PudevError(f"build of {plan.tag} finished but the engine has no such image; rerun the build")
+        if replaced and replaced != image:
+            engine.drop_if_untagged(replaced)
+    print(f"pudev: built {plan.tag} ({image[7:19]}) in {time.monotonic() - started:.0f} s", file=sink, flush=True)
+    return image
+
+
+def _failure(plan: BuildPlan, lines: list[str], returncode: int) -> PudevError:
+    failure = find_failure(lines)
+    if failure is None:
+        reason = engine.last_line("".join(lines[-20:]))
+        message = f"build of {plan.tag} failed (docker exit {returncode}): {reason}"
+        return PudevError(message, detail="".join(lines[-15:]))
+    detail = "\n".join(f"  | {line}" for line in failure.log_tail) or "  | (the step printed nothing)"
+    return PudevError(
+        f"build of {plan.tag} {failure.summary()}: {failure.error}",
+        detail=f"last lines of its log:\n{detail}",
+    )

@@ -1,0 +1,1 @@
+"""Standard-library-only helpers shared by the host and image sides."""

@@ -1,0 +1,1 @@
+"""`pudev bench`: the training-speed optimisation ladder (data, models, rungs, report)."""

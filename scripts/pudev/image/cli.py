@@ -1,0 +1,54 @@
+"""`pudev` inside the image: selftest, record, mirror (and the tools added later)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from pudev.common.errors import PudevError
+
+TOOLS = {"verify": "verify", "gpumon": "gpumon", "bench": "bench.cli"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "mirror":
+        from pudev.mirror.__main__ import main as mirror_main
+
+        return mirror_main(argv[1:])
+    # Tools with their own options: verify, gpumon, bench.
+    if argv and argv[0] in TOOLS:
+        module = importlib.import_module(f"pudev.image.{TOOLS[argv[0]]}")
+        return int(module.main(argv[1:]))
+    parser = argparse.ArgumentParser(prog="pudev", description="PyTorch Universal Dev tools (inside the image).")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    selftest = commands.add_parser("selftest", help="run the image's own test suite")
+    selftest.add_argument("--cpu-only", action="store_true", help="leave out the GPU checks")
+    selftest.add_argument("--junit", default="", metavar="PATH", help="also write a JUnit XML report")
+    selftest.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest (after --)")
+    commands.add_parser("record", help="print what this image was built to contain")
+    commands.add_parser("inventory", help="print what is really installed, as JSON (for `pudev manifest`)")
+    commands.add_parser("mirror", help="switch or show package mirrors (pudev mirror --help)")
+    commands.add_parser("verify", help="check GPU, driver, torch, toolkit, shm ... (pudev verify --help)")
+    commands.add_parser("gpumon", help="live GPU monitor through NVML (pudev gpumon --help)")
+    commands.add_parser("bench", help="the training-speed optimisation ladder (pudev bench --help)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "selftest":
+            from pudev.image import selftest as runner
+
+            extra = [arg for arg in args.pytest_args if arg != "--"]
+            return runner.run(extra, cpu_only=args.cpu_only, junit=args.junit)
+        if args.command == "record":
+            from pudev.image.record import main as record_main
+
+            return record_main(["show"])
+        if args.command == "inventory":
+            from pudev.image.inventory import main as inventory_main
+
+            return inventory_main()
+    except PudevError as error:
+        print(f"pudev: error: {error}", file=sys.stderr)
+        return error.exit_code
+    return 0

@@ -1,0 +1,189 @@
+"""`pudev verify`: the environment checklist in one command (GPU visible, driver,
+torch build, toolkit vs torch, host compiler, cuDNN, NCCL, GPU memory, /dev/shm,
+pinned memory). A compact table, a one-line fix for each problem, --json, and a
+non-zero exit when something a user needs is broken.
+
+Facts are gathered once (gather_facts); the decisions (evaluate) are pure so
+tests/unit can feed them recorded facts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+
+from pudev.common.table import render_table
+from pudev.image.cudaswitch import judge
+from pudev.image.drivers import judge_driver
+
+GIB = 1024**3
+SHM_FAIL_BYTES = 256 * 1024**2
+SHM_WARN_BYTES = 1 * GIB
+SHM_FIX = "give the container more shared memory: docker run --shm-size=8g ... (or --ipc=host)"
+GPU_FIX = ("run the container with `docker run --gpus all ...` on a host with the NVIDIA driver and the "
+           "NVIDIA Container Toolkit")
+
+
+@dataclass
+class Facts:
+    expected_cuda: str
+    torch_version: str
+    torch_cuda: str | None
+    cuda_available: bool
+    device_count: int
+    driver: str | None  # None when NVML is not reachable
+    nvml_error: str = ""
+    gpu_memory: list[tuple[str, int, int]] = field(default_factory=list)  # (name, free, total)
+    cudnn_version: int | None = None
+    cudnn_usable: bool | None = None  # None: not tried (no GPU)
+    nccl_version: str | None = None
+    cuda_home: str = ""
+    toolkit_version: str | None = None
+    host_compiler: str = "g++"
+    host_compiler_major: int | None = None
+    toolkit_max_gcc: int | None = None
+    shm_bytes: int = 0
+    pinned_ok: bool | None = None  # None: not tried (no GPU)
+    pinned_error: str = ""
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # ok, warn, fail, skip
+    detail: str
+    fix: str = ""
+
+
+def _gpu_checks(facts: Facts) -> list[Check]:
+    if not (facts.cuda_available and facts.device_count > 0):
+        reason = facts.nvml_error or "torch.cuda.is_available() is False"
+        return [Check("gpu visible", "fail", f"no GPU visible to the container ({reason})", GPU_FIX)]
+    checks = [Check("gpu visible", "ok", f"{facts.device_count} GPU(s): "
+                                         f"{', '.join(name for name, _, _ in facts.gpu_memory) or 'unnamed'}")]
+    for name, free, total in facts.gpu_memory:
+        level = "warn" if total and free < total * 0.1 else "ok"
+        checks.append(Check("gpu memory", level, f"{name}: {free / GIB:.1f} of {total / GIB:.1f} GiB free",
+                            "another process holds the GPU: see `pudev gpumon`" if level == "warn" else ""))
+    if facts.cudnn_usable is False:
+        checks.append(Check("cudnn", "fail", f"cuDNN {facts.cudnn_version} could not run a convolution",
+                            "the base image's cuDNN does not match the driver; use a matching pytorch base"))
+    if facts.pinned_ok is False:
+        checks.append(Check("pinned memory", "fail", f"pinned allocation failed: {facts.pinned_error}",
+                            "raise the locked-memory limit: docker run --ulimit memlock=-1 ..."))
+    elif facts.pinned_ok:
+        checks.append(Check("pinned memory", "ok", "64 MiB pinned host buffer allocated"))
+    return checks
+
+
+def _driver_checks(facts: Facts) -> list[Check]:
+    if facts.driver is None:
+        return [Check("driver", "skip", "no NVIDIA driver visible (NVML)", GPU_FIX)]
+    checks = []
+    for label, cuda in (("driver vs torch", facts.torch_cuda), ("driver vs toolkit", facts.toolkit_version)):
+        if not cuda:
+            continue
+        verdict = judge_driver(facts.driver, cuda)
+        status = {"ok": "ok", "warning": "warn", "error": "fail"}[verdict.level]
+        fix = "" if status == "ok" else "update the host's NVIDIA driver (or use the cu118 variant on old drivers)"
+        checks.append(Check(label, status, verdict.message, fix))
+    return checks
+
+
+def _build_checks(facts: Facts) -> list[Check]:
+    checks = []
+    if facts.torch_cuda is None:
+        checks.append(Check("torch build", "fail", f"torch {facts.torch_version} is a CPU build",
+                            "something replaced the image's torch: keep PIP_CONSTRAINT set "
+                            "(/etc/pudev/torch-constraints.txt) for every pip install"))
+    elif facts.torch_cuda != facts.expected_cuda:
+        checks.append(Check("torch build", "fail", f"torch is built for CUDA {facts.torch_cuda}, the image promises "
+                                                   f"{facts.expected_cuda}", "use the image variant you meant to"))
+    else:
+        checks.append(Check("torch build", "ok", f"torch {facts.torch_version}, CUDA {facts.torch_cuda}"))
+    if facts.toolkit_version is None:
+        checks.append(Check("cuda toolkit", "fail", f"no toolkit at CUDA_HOME={facts.cuda_home!r}",
+                            "run `cuda-switch --list` and pick an installed toolkit"))
+    elif facts.torch_cuda:
+        verdict = judge(facts.toolkit_version, facts.torch_cuda)
+        status = {"ok": "ok", "warning": "warn", "error": "fail"}[verdict.level]
+        major = facts.torch_cuda.split(".")[0]
+        fix = f"switch to a CUDA {major}.x toolkit: `cuda-switch --list`, then `cuda-switch VERSION`" \
+            if status == "fail" else ""
+        checks.append(Check("toolkit vs torch", status, verdict.message, fix))
+    if facts.toolkit_max_gcc is not None and facts.host_compiler_major is not None:
+        if facts.host_compiler_major > facts.toolkit_max_gcc:
+            checks.append(Check("host compiler", "fail",
+                                f"nvcc {facts.toolkit_version} refuses {facts.host_compiler} "
+                                f"(gcc {facts.host_compiler_major} > {facts.toolkit_max_gcc})",
+                                f"run `cuda-switch {facts.toolkit_version}` (it sets NVCC_PREPEND_FLAGS='-ccbin g++-"
+                                f"{facts.toolkit_max_gcc}')"))
+        else:
+            checks.append(Check("host compiler", "ok", f"nvcc {facts.toolkit_version} uses {facts.host_compiler} "
+                                                       f"(gcc {facts.host_compiler_major})"))
+    checks.append(Check("cudnn", "ok" if facts.cudnn_version else "fail",
+                        f"cuDNN {facts.cudnn_version}" if facts.cudnn_version else "torch reports no cuDNN",
+                        "" if facts.cudnn_version else "use a -cudnn base image"))
+    checks.append(Check("nccl", "ok" if facts.nccl_version else "warn",
+                        f"NCCL {facts.nccl_version}" if facts.nccl_version else "NCCL not available",
+                        "" if facts.nccl_version else "multi-GPU training with the nccl backend will not work"))
+    return checks
+
+
+def evaluate(facts: Facts, *, cpu_only: bool = False) -> list[Check]:
+    """Every check, in the order the table shows them."""
+    gpu = _gpu_checks(facts) + _driver_checks(facts)
+    if cpu_only:
+        gpu = [Check(c.name, "skip", f"--cpu: {c.detail}") if c.status != "ok" else c for c in gpu]
+    shm_mib = facts.shm_bytes / 1024**2
+    if facts.shm_bytes < SHM_FAIL_BYTES:
+        shm = Check("shared memory", "fail", f"/dev/shm is {shm_mib:.0f} MiB: DataLoader workers will crash", SHM_FIX)
+    elif facts.shm_bytes < SHM_WARN_BYTES:
+        shm = Check("shared memory", "warn", f"/dev/shm is {shm_mib:.0f} MiB: large batches may not fit", SHM_FIX)
+    else:
+        shm = Check("shared memory", "ok", f"/dev/shm is {facts.shm_bytes / GIB:.1f} GiB")
+    return [*gpu, *_build_checks(facts), shm]
+
+
+def exit_code(checks: list[Check]) -> int:
+    return 1 if any(check.status == "fail" for check in checks) else 0
+
+
+def render(checks: list[Check]) -> str:
+    marks = {"ok": "ok", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
+    table = render_table(["check", "status", "detail"], [[c.name, marks[c.status], c.detail] for c in checks])
+    fixes = [f"  fix ({c.name}): {c.fix}" for c in checks if c.fix and c.status in ("fail", "warn")]
+    return "\n".join([table, *fixes])
+
+
+def gather_facts() -> Facts:
+    from pudev.image.verify_facts import collect
+
+    return collect()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pudev verify",
+                                     description="Check that this container can train on its GPUs.")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--cpu", action="store_true", help="no GPU expected: report GPU checks as skipped")
+    args = parser.parse_args(argv)
+    facts = gather_facts()
+    checks = evaluate(facts, cpu_only=args.cpu)
+    if args.json:
+        print(json.dumps({"ok": exit_code(checks) == 0, "checks": [asdict(c) for c in checks],
+                          "facts": asdict(facts)}, indent=2))
+    else:
+        print(render(checks))
+    return exit_code(checks)
+
+
+def shm_size(path: str = "/dev/shm") -> int:
+    return shutil.disk_usage(path).total if os.path.isdir(path) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

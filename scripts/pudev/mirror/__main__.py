@@ -1,0 +1,104 @@
+"""`python -m pudev.mirror ...`: the build's and the image's mirror commands.
+
+Build steps (root, before pudev is installed; the package is bind-mounted):
+  save-originals             keep the base image's apt sources
+  build-sources NAME DIR     apt sources for the build's own downloads, in DIR
+  build-env NAME             shell exports that point pip at NAME for one RUN
+Run time (`pudev mirror` in the image is this):
+  NAME                       switch apt (root only) and this user's pip/conda
+  --show                     print what each tool uses
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from pudev.common.errors import PudevError
+from pudev.mirror import switch
+from pudev.mirror.catalogue import MIRROR_CHOICES
+from pudev.mirror.paths import MirrorFiles
+
+
+def _files(args: argparse.Namespace) -> MirrorFiles:
+    return MirrorFiles(root=Path(args.root), home=Path(args.home or Path.home()))
+
+
+def build_env(name: str) -> str:
+    mirror = switch.lookup(name)
+    if mirror is None:
+        return ""
+    exports = [f"export PIP_INDEX_URL={shlex.quote(mirror.pypi_index)}"]
+    if mirror.pypi_trusted_hosts:
+        exports.append(f"export PIP_TRUSTED_HOST={shlex.quote(' '.join(mirror.pypi_trusted_hosts))}")
+    return "\n".join(exports)
+
+
+def set_mirror(files: MirrorFiles, name: str, *, apt: bool) -> list[str]:
+    """Switch everything this user may switch; returns lines to print."""
+    mirror = switch.lookup(name)
+    lines = switch.write_user_files(files, mirror)
+    if apt and os.geteuid() == 0:
+        switch.write_apt(files, mirror)
+    elif apt:
+        lines.append(f"apt sources unchanged: they need root (`docker exec -u root CONTAINER pudev mirror {name}`)")
+    lines.append(format_state(switch.active(files)))
+    return lines
+
+
+def format_state(state: dict[str, str]) -> str:
+    return "  ".join(f"{tool}: {name}" for tool, name in state.items())
+
+
+def build_step(step: str, args: list[str], files: MirrorFiles) -> None:
+    """The steps a Dockerfile RUN calls before pudev is installed."""
+    if step == "save-originals" and not args:
+        switch.save_originals(files)
+    elif step == "build-sources" and len(args) == 2:
+        switch.write_build_sources(files, switch.lookup(args[0]), Path(args[1]))
+    elif step == "build-env" and len(args) == 1:
+        print(build_env(args[0]))
+    else:
+        raise PudevError(f"usage: python -m pudev.mirror {step} {BUILD_STEPS[step]}")
+
+
+BUILD_STEPS = {"save-originals": "", "build-sources": "NAME DIR", "build-env": "NAME"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="pudev mirror", description="Switch or show package mirrors.")
+    parser.add_argument("name", nargs="?", choices=MIRROR_CHOICES, help="the mirror to switch to")
+    parser.add_argument("--show", action="store_true", help="print the mirror each tool uses")
+    parser.add_argument("--no-apt", action="store_true", help="leave apt sources alone")
+    parser.add_argument("--root", default="/", help=argparse.SUPPRESS)
+    parser.add_argument("--home", default="", help=argparse.SUPPRESS)
+    try:
+        if argv and argv[0] in BUILD_STEPS:
+            locations = argparse.ArgumentParser(add_help=False)
+            locations.add_argument("--root", default="/")
+            locations.add_argument("--home", default="")
+            known, rest = locations.parse_known_args(argv[1:])
+            build_step(argv[0], rest, _files(known))
+            return 0
+        args = parser.parse_args(argv)
+        files = _files(args)
+        if args.show or args.name is None:
+            print(format_state(switch.active(files)))
+        else:
+            for line in set_mirror(files, args.name, apt=not args.no_apt):
+                print(line)
+    except PudevError as error:
+        print(f"pudev mirror: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except OSError as error:
+        print(f"pudev mirror: error: {error.strerror}: {error.filename}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""The package mirrors the image can be configured for: their hosts, nothing else.
+
+Each entry names the mirror's own hosts only. Upstream hosts are never written
+here: `none` means "the base image's own settings", restored from the copy saved
+at build time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mirror:
+    name: str
+    pypi_index: str
+    # Hosts pip must trust although they serve HTTPS (the mirror's help page asks for it).
+    pypi_trusted_hosts: tuple[str, ...]
+    # Base URL holding ubuntu/, debian/, debian-security/ archives.
+    apt_base: str
+    # The mirror's help page keeps the -security suites on their upstream server.
+    apt_security_upstream: bool
+    conda_base: str
+
+
+MIRRORS: dict[str, Mirror] = {
+    "aliyun": Mirror(
+        name="aliyun",
+        pypi_index="https://mirrors.aliyun.com/pypi/simple/",
+        pypi_trusted_hosts=("mirrors.aliyun.com",),
+        apt_base="https://mirrors.aliyun.com",
+        apt_security_upstream=False,
+        conda_base="https://mirrors.aliyun.com/anaconda",
+    ),
+    "tuna": Mirror(
+        name="tuna",
+        pypi_index="https://pypi.tuna.tsinghua.edu.cn/simple",
+        pypi_trusted_hosts=(),
+        apt_base="https://mirrors.tuna.tsinghua.edu.cn",
+        apt_security_upstream=True,
+        conda_base="https://mirrors.tuna.tsinghua.edu.cn/anaconda",
+    ),
+}
+NO_MIRROR = "none"
+MIRROR_CHOICES: tuple[str, ...] = (*MIRRORS, NO_MIRROR)

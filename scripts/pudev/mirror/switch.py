@@ -1,0 +1,126 @@
+"""Switch apt, pip and conda between mirrors, and report which is active.
+
+apt is rewritten from the base image's originals (saved at build time), so any
+switch, and `none` in particular, starts from what the base shipped.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from pudev.common.errors import PudevError
+from pudev.mirror.apt import rewrite_deb822, rewrite_one_line, uses_host
+from pudev.mirror.catalogue import MIRRORS, NO_MIRROR, Mirror
+from pudev.mirror.config import pip_index_host, render_condarc, render_pip_conf, written_by_pudev
+from pudev.mirror.paths import MirrorFiles
+
+
+def lookup(name: str) -> Mirror | None:
+    if name == NO_MIRROR:
+        return None
+    if name not in MIRRORS:
+        raise PudevError(f"unknown mirror '{name}': choose one of {', '.join([*MIRRORS, NO_MIRROR])}")
+    return MIRRORS[name]
+
+
+def save_originals(files: MirrorFiles) -> None:
+    """Keep the base image's apt sources once; later saves never overwrite them."""
+    for path in files.apt_files():
+        saved = files.originals / path.relative_to(files.root)
+        if not saved.exists():
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, saved)
+
+
+def rendered_apt(files: MirrorFiles, mirror: Mirror | None) -> dict[Path, str]:
+    """Relative path -> content of every apt sources file for `mirror` (None: originals)."""
+    if not files.originals.is_dir():
+        raise PudevError(f"{files.originals} is missing: this image kept no copy of its apt sources")
+    result: dict[Path, str] = {}
+    for saved in sorted(p for p in files.originals.rglob("*") if p.is_file()):
+        relative = saved.relative_to(files.originals)
+        text = saved.read_text()
+        if mirror is not None:
+            rewrite = rewrite_deb822 if saved.suffix == ".sources" else rewrite_one_line
+            text = rewrite(text, mirror, https=files.https_ok)
+        result[relative] = text
+    return result
+
+
+def write_apt(files: MirrorFiles, mirror: Mirror | None) -> None:
+    if not os.access(files.apt_list.parent, os.W_OK):
+        raise PudevError("apt sources need root: run `docker exec -u root CONTAINER pudev mirror NAME`")
+    for relative, text in rendered_apt(files, mirror).items():
+        (files.root / relative).write_text(text)
+
+
+def write_build_sources(files: MirrorFiles, mirror: Mirror | None, outdir: Path) -> None:
+    """Sources for the build's own downloads (BUILD_MIRROR), outside /etc/apt."""
+    (outdir / "sources.list.d").mkdir(parents=True, exist_ok=True)
+    (outdir / "sources.list").touch()
+    for relative, text in rendered_apt(files, mirror).items():
+        target = outdir / ("sources.list" if relative.name == "sources.list" else f"sources.list.d/{relative.name}")
+        target.write_text(text)
+
+
+def write_user_files(files: MirrorFiles, mirror: Mirror | None) -> list[str]:
+    """pip.conf and (where conda exists) .condarc in the user's home. Returns notes."""
+    notes = []
+    targets = [(files.pip_conf, render_pip_conf)]
+    if files.conda_present:
+        targets.append((files.condarc, render_condarc))
+    for path, render in targets:
+        ours = not path.exists() or written_by_pudev(path.read_text())
+        if not ours:
+            notes.append(f"left {path} alone: pudev did not write it (move it away to let pudev manage it)")
+            continue
+        if mirror is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(mirror))
+    return notes
+
+
+def active(files: MirrorFiles) -> dict[str, str]:
+    """Which mirror each tool uses: a mirror name, `none` (base settings) or `custom`."""
+    state = {"apt": _apt_state(files), "pip": _pip_state(files)}
+    if files.conda_present:
+        state["conda"] = _conda_state(files)
+    return state
+
+
+def _host(mirror: Mirror, url: str) -> str:
+    return url.split("://", 1)[1].split("/", 1)[0]
+
+
+def _apt_state(files: MirrorFiles) -> str:
+    texts = [path.read_text() for path in files.apt_files()]
+    for mirror in MIRRORS.values():
+        if any(uses_host(text, _host(mirror, mirror.apt_base)) for text in texts):
+            return mirror.name
+    originals = rendered_apt(files, None) if files.originals.is_dir() else {}
+    current = {path.relative_to(files.root): path.read_text() for path in files.apt_files()}
+    return NO_MIRROR if current == originals else "custom"
+
+
+def _pip_state(files: MirrorFiles) -> str:
+    if not files.pip_conf.exists():
+        return NO_MIRROR
+    host = pip_index_host(files.pip_conf.read_text())
+    for mirror in MIRRORS.values():
+        if host == _host(mirror, mirror.pypi_index):
+            return mirror.name
+    return "custom"
+
+
+def _conda_state(files: MirrorFiles) -> str:
+    if not files.condarc.exists():
+        return NO_MIRROR
+    text = files.condarc.read_text()
+    for mirror in MIRRORS.values():
+        if mirror.conda_base in text:
+            return mirror.name
+    return "custom"

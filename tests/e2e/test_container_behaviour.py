@@ -1,0 +1,68 @@
+"""Run-time behaviour that needs a container from outside: root-only mirror
+switching, host UID mapping, cleanliness as root, and layer waste."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from e2e_support import LocalImage
+
+from pudev import engine
+from pudev.layers import base_layer_count, find_waste, read_layers
+from pudev.matrix import load_matrix
+from pudev.paths import STANDINS_FILE, VARIANTS_FILE
+from pudev.profiles import load_profile
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+
+
+def _run_root(image: LocalImage, script: str, *options: str) -> str:
+    return engine.run(["run", "--rm", "--user", "0", *options, image.tag, "sh", "-c", script], timeout=600).stdout
+
+
+def test_apt_mirror_switch_as_root_and_back(local_image: LocalImage) -> None:
+    out = _run_root(local_image, "pudev mirror tuna >/dev/null && cat /etc/apt/sources.list; echo ===; "
+                                 "pudev mirror none >/dev/null && cat /etc/apt/sources.list; echo ===; "
+                                 "cat /etc/pudev/mirror/original/etc/apt/sources.list; echo ===; "
+                                 "pudev mirror aliyun && cat /etc/apt/sources.list")
+    tuna, restored, original, aliyun = out.split("===\n")
+    assert "mirrors.tuna.tsinghua.edu.cn" in tuna
+    assert restored == original and "mirrors." not in restored
+    assert "apt: aliyun" in aliyun and "mirrors.aliyun.com" in aliyun
+
+
+def test_base_sources_restored_by_none_really_work(local_image: LocalImage) -> None:
+    out = _run_root(local_image, "pudev mirror none >/dev/null && apt-get update -q >/dev/null && echo apt-ok; "
+                                 "rm -rf /var/lib/apt/lists/*")
+    assert out.strip().endswith("apt-ok")
+
+
+def test_host_uid_mapping_for_bind_mounts(local_image: LocalImage, tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    os.chown(workspace, 4321, 4321)
+    out = _run_root(local_image, "id -u; id -g; stat -c %u:%g $HOME; touch /workspace/made-here && echo wrote",
+                    "--env", "PUDEV_UID=4321", "--env", "PUDEV_GID=4321", "--volume", f"{workspace}:/workspace")
+    assert out.split() == ["4321", "4321", "4321:4321", "wrote"]
+    made = workspace / "made-here"
+    assert (made.stat().st_uid, made.stat().st_gid) == (4321, 4321)
+
+
+def test_no_caches_anywhere_when_checked_as_root(local_image: LocalImage) -> None:
+    result = engine.run(["run", "--rm", "--user", "0", local_image.tag, "pudev", "selftest", "--",
+                         "-q", "-k", "test_no_cache_files_in_the_image"], check=False, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "1 passed" in result.stdout
+
+
+def test_no_layer_adds_what_a_later_layer_deletes_or_overwrites(local_image: LocalImage) -> None:
+    profile = load_profile(STANDINS_FILE, "local")
+    base = load_matrix(VARIANTS_FILE, {profile.variant: profile.overrides}).get(profile.variant).base_image
+    layers = read_layers(local_image.tag)
+    first_own = base_layer_count(base)
+    assert len(layers) > first_own
+    waste = find_waste(layers, first_own, threshold=1_000_000)
+    assert not waste, [f"{w.path} ({w.size} B) added in layer {w.added_in}, {w.how} in {w.undone_in}"
+                       for w in waste[:10]]

@@ -1,0 +1,217 @@
+"""Faults lose nothing: an interrupted build, a failed requirements stage, a
+tampered lock, two builds at once, a hanging test run, the daemon going away.
+Builds here use their own image name, so the main local image is never touched."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import tarfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from e2e_support import PUDEV, LocalImage, run_pudev
+
+from pudev import engine
+from pudev.containers import TRACKED_LABEL
+from pudev.layers import read_layers
+from pudev.paths import REPO_ROOT
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+FAULT_IMAGE = "pudev-fault/pytorch-universal-dev"
+FAULT_TAG = f"{FAULT_IMAGE}:cu121"
+# A different arch list changes an ENV early in the final stage, so the OS-package and
+# requirements steps (the ones that mount the CA secret) really run again.
+FAULT_BUILD = ["build", "--profile", "local", "--set", f"image={FAULT_IMAGE}", "--set", "cuda_arch_list=8.0;9.0"]
+
+
+@pytest.fixture(scope="module")
+def unique_ca_bundle(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The host's bundle plus a freshly made CA: its body exists nowhere else."""
+    folder = tmp_path_factory.mktemp("ca")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    f"/CN=pudev-secret-probe-{random.getrandbits(64):x}", "-keyout", str(folder / "key.pem"),
+                    "-out", str(folder / "probe.pem")], check=True, capture_output=True)
+    probe = (folder / "probe.pem").read_text()
+    host = Path(os.environ.get("PIP_CERT") or "/etc/ssl/certs/ca-certificates.crt")
+    bundle = folder / "bundle.pem"
+    bundle.write_text((host.read_text() if host.is_file() else "") + "\n" + probe)
+    body = "".join(probe.strip().splitlines()[1:-1])
+    return bundle, body[40:120]  # a slice of the base64 body: unique to this certificate
+
+
+@pytest.fixture(scope="module")
+def fault_image_cleanup(docker_engine: str) -> Iterator[None]:
+    yield
+    engine.run(["rmi", FAULT_TAG], check=False)
+
+
+def _containers() -> set[str]:
+    return set(engine.run(["ps", "-aq"]).stdout.split())
+
+
+def _final_steps(log: str, status: str) -> set[str]:
+    """'[final 7/20]' of the steps that ended with `status` (DONE or CACHED) in a plain-progress log."""
+    headers = {step: " ".join(position.split()) for step, position in
+               re.findall(r"^#(\d+) (\[final\s+\d+/\d+\])", log, re.MULTILINE)}
+    ended = set(re.findall(rf"^#(\d+) {status}\b", log, re.MULTILINE))
+    return {headers[step] for step in ended if step in headers}
+
+
+def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
+        local_image: LocalImage, unique_ca_bundle: tuple[Path, str], fault_image_cleanup: None) -> None:
+    bundle, _ = unique_ca_bundle
+    engine.run(["rmi", FAULT_TAG], check=False)
+    before = _containers()
+    process = subprocess.Popen([*PUDEV, *FAULT_BUILD, "--ca-bundle", str(bundle)], cwd=REPO_ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(random.uniform(8, 25))  # a random point: toolkit copies, OS packages or requirements
+    process.send_signal(signal.SIGINT)
+    interrupted_log, _ = process.communicate(timeout=300)
+    assert process.returncode == 130, interrupted_log[-3000:]
+    assert "interrupted: no tag was created or moved" in interrupted_log
+    assert engine.image_id(FAULT_TAG) is None
+    assert _containers() == before
+    runc_root = Path("/var/lib/docker/buildkit/executor")
+    if runc_root.exists():
+        leftovers = subprocess.run(["runc", "--root", str(runc_root), "list", "-q"], capture_output=True, text=True,
+                                   check=False).stdout.split()
+        assert not leftovers, f"build containers left behind: {leftovers}"
+
+    rerun = run_pudev(*FAULT_BUILD, "--ca-bundle", str(bundle), timeout=3600)
+    assert rerun.returncode == 0, rerun.stdout[-3000:]
+    cached = _final_steps(rerun.stdout, "CACHED")
+    assert _final_steps(interrupted_log, "DONE") <= cached, "steps done before the interrupt must be reused"
+    assert engine.image_id(FAULT_TAG) is not None
+
+
+def test_no_secret_material_in_any_layer(unique_ca_bundle: tuple[Path, str]) -> None:
+    _, needle = unique_ca_bundle
+    assert engine.image_id(FAULT_TAG), "built by the previous test with the bundle as a secret"
+    process = subprocess.Popen([engine.docker_cli(), "save", FAULT_TAG], stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    found = []
+    with tarfile.open(fileobj=process.stdout, mode="r|") as archive:
+        for member in archive:
+            handle = archive.extractfile(member) if member.isfile() else None
+            if handle is None or not (member.name.endswith("layer.tar") or member.name.startswith("blobs/")):
+                continue
+            with tarfile.open(fileobj=handle, mode="r|") as layer:
+                for entry in layer:
+                    data = layer.extractfile(entry) if entry.isfile() and entry.size < 50_000_000 else None
+                    if data is not None and needle.encode() in data.read():
+                        found.append(f"{member.name}:{entry.name}")
+    process.wait()
+    assert process.returncode == 0
+    assert not found, f"CA bundle bytes in layers: {found}"
+    assert len(read_layers(FAULT_TAG)) > 10  # the search really walked the image
+
+
+def test_two_builds_at_once_serialise(fault_image_cleanup: None) -> None:
+    first = subprocess.Popen([*PUDEV, *FAULT_BUILD], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    second = subprocess.Popen([*PUDEV, *FAULT_BUILD], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    outputs = [process.communicate(timeout=1800) for process in (first, second)]
+    assert first.returncode == 0 and second.returncode == 0, outputs
+    assert any("another build of pudev-fault/pytorch-universal-dev:cu121 is running" in err for _, err in outputs)
+    built = {re.search(r"built \S+ \((\w+)\)", out).group(1) for out, _ in outputs}  # type: ignore[union-attr]
+    assert len(built) == 1
+    assert (engine.image_id(FAULT_TAG) or "")[7:19] in built
+
+
+def _repo_copy(tmp_path: Path) -> Path:
+    """What the build context holds, so a test can break its own lock copy."""
+    root = tmp_path / "repo"
+    for relative in ("docker", "requirements", "scripts/pudev", "tests/image"):
+        shutil.copytree(REPO_ROOT / relative, root / relative, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO_ROOT / ".dockerignore", root / ".dockerignore")
+    return root
+
+
+def _build_in(root: Path) -> subprocess.CompletedProcess[str]:
+    return run_pudev(*FAULT_BUILD, env={"PUDEV_ROOT": str(root)}, timeout=1800)
+
+
+def test_unresolvable_requirement_names_the_package_and_keeps_tags(tmp_path: Path) -> None:
+    good = engine.image_id(FAULT_TAG)
+    assert good is not None
+    root = _repo_copy(tmp_path)
+    lock = root / "requirements/lock/cu121.txt"
+    lock.write_text(re.sub(r"^tqdm==\S+", "tqdm==99.0.0", lock.read_text(), flags=re.MULTILINE))
+    result = _build_in(root)
+    assert result.returncode != 0
+    first_line = result.stderr.strip().splitlines()[0]
+    assert first_line.startswith("pudev: error: build of pudev-fault/pytorch-universal-dev:cu121 failed in stage "
+                                 "'final'"), first_line
+    assert "tqdm==99.0.0" in result.stderr
+    assert engine.image_id(FAULT_TAG) == good
+
+
+def test_tampered_lock_hash_fails_with_pips_hash_error(tmp_path: Path) -> None:
+    good = engine.image_id(FAULT_TAG)
+    root = _repo_copy(tmp_path)
+    lock = root / "requirements/lock/cu121.txt"
+    text = lock.read_text()
+    block = re.search(r"^tqdm==\S+ \\\n(?:\s+--hash=sha256:\w+(?: \\)?\n)+", text, re.MULTILINE)
+    assert block is not None
+    tampered = re.sub(r"sha256:\w+", "sha256:" + "0" * 64, block.group(0))
+    lock.write_text(text.replace(block.group(0), tampered))
+    result = _build_in(root)
+    assert result.returncode != 0
+    assert "DO NOT MATCH THE HASHES" in result.stderr or "do not match the hashes" in result.stderr.lower()
+    assert engine.image_id(FAULT_TAG) == good
+
+
+def test_test_run_past_its_timeout_is_stopped_and_removed(local_image: LocalImage) -> None:
+    started = time.monotonic()
+    result = run_pudev("test", "--profile", "local", "--timeout", "8", "--", "-k",
+                       "test_cuda_extension_builds_and_its_host_entry_point_runs", timeout=600)
+    assert result.returncode != 0
+    assert "did not finish within 8 s; the container was removed" in result.stderr
+    assert time.monotonic() - started < 120
+    assert not engine.run(["ps", "-aq", "--filter", f"label={TRACKED_LABEL}"]).stdout.split()
+
+
+def _stop_daemon() -> None:
+    pids = subprocess.run(["pidof", "dockerd"], capture_output=True, text=True, check=False).stdout.split()
+    for pid in pids:
+        os.kill(int(pid), signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and subprocess.run(["pidof", "dockerd"], capture_output=True,
+                                                         check=False).returncode == 0:
+        time.sleep(0.5)
+
+
+def test_daemon_stopped_during_a_test_run(local_image: LocalImage) -> None:
+    if os.environ.get("PUDEV_DISRUPTIVE_TESTS") != "1":
+        if os.environ.get("PUDEV_STRICT") == "1":
+            pytest.fail("PUDEV_STRICT=1 but PUDEV_DISRUPTIVE_TESTS is not set")
+        pytest.skip("stops this machine's Docker daemon; set PUDEV_DISRUPTIVE_TESTS=1 (.ci/run does)")
+    process = subprocess.Popen([*PUDEV, "test", "--profile", "local"], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if engine.run(["ps", "-q", "--filter", f"label={TRACKED_LABEL}"], check=False).stdout.strip():
+            break
+        time.sleep(0.5)
+    time.sleep(3)
+    _stop_daemon()
+    _, stderr = process.communicate(timeout=300)
+    try:
+        assert process.returncode != 0
+        assert "the Docker daemon went away while testing" in stderr or "cannot reach the Docker daemon" in stderr
+        assert "Traceback" not in stderr
+    finally:
+        setup = subprocess.run(["sh", str(REPO_ROOT / "scripts/host-setup.sh"), "engine"], capture_output=True,
+                               text=True, check=False)
+        assert setup.returncode == 0, setup.stderr
+    time.sleep(2)
+    assert not engine.run(["ps", "-aq", "--filter", f"label={TRACKED_LABEL}"]).stdout.split()

@@ -1,0 +1,30 @@
+"""Build the tiny CUDA test extension with setup.py, as a user would."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+SOURCES = Path(__file__).parent / "extension"
+
+
+def setup_py_build(workdir: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Copy the sources into `workdir` and run `setup.py build_ext --inplace` there."""
+    for source in SOURCES.iterdir():
+        if source.is_file():
+            shutil.copy(source, workdir / source.name)
+    environment = {**os.environ, "MAX_JOBS": str(os.cpu_count() or 2), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace"],
+        check=False, cwd=workdir, env=environment, capture_output=True, text=True, timeout=1800,
+    )
+
+
+def build_extension(workdir: Path) -> Path:
+    result = setup_py_build(workdir)
+    if result.returncode != 0:
+        raise AssertionError(f"extension build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return workdir

@@ -1,0 +1,78 @@
+"""Extensions build the way users build them, with each toolkit's own compiler."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from cuda_extension import setup_py_build
+
+from pudev.image.record import ImageRecord
+
+PROGRAM = r"""
+#include <cstdio>
+#include <cuda_runtime.h>
+__global__ void noop() {}
+int main() {
+    // CUDART_VERSION comes from the toolkit's headers; linking pulls in its static runtime.
+    int devices = 0;
+    cudaError_t status = cudaGetDeviceCount(&devices);
+    std::printf("headers %d runtime-says %s\n", CUDART_VERSION, cudaGetErrorName(status));
+    return 0;
+}
+"""
+
+
+def test_cuda_extension_builds_and_its_host_entry_point_runs(built_extension: Path, record: ImageRecord) -> None:
+    sys.path.insert(0, str(built_extension))
+    try:
+        module = importlib.import_module("pudev_test_extension")
+    finally:
+        sys.path.remove(str(built_extension))
+    version = module.runtime_version()
+    assert version // 1000 == int((torch.version.cuda or "0").split(".")[0]), version
+
+
+def test_other_major_toolkit_gets_torchs_mismatch_error(record: ImageRecord, tmp_path: Path) -> None:
+    torch_major = (torch.version.cuda or "").split(".")[0]
+    other = next(t for t in record.toolkits if t.version.split(".")[0] != torch_major)
+    result = setup_py_build(tmp_path, {"CUDA_HOME": other.path})
+    assert result.returncode != 0
+    message = " ".join((result.stdout + result.stderr).split())
+    expected = (f"The detected CUDA version ({other.version}) mismatches the version that was used to "
+                f"compile PyTorch ({torch.version.cuda})")
+    assert expected in message
+
+
+@pytest.mark.parametrize("slot", [0, 1])
+def test_nvcc_compiles_and_links_with_the_selected_host_compiler(record: ImageRecord, slot: int,
+                                                                 tmp_path: Path) -> None:
+    toolkit = record.toolkits[slot]
+    source = tmp_path / "probe.cu"
+    source.write_text(PROGRAM)
+    nvcc = f"{toolkit.path}/bin/nvcc"
+    subprocess.run([nvcc, "-ccbin", toolkit.host_compiler, "-arch=sm_80", "-o", str(tmp_path / "probe"), str(source)],
+                   check=True, capture_output=True, text=True, timeout=600)
+    output = subprocess.run([str(tmp_path / "probe")], capture_output=True, text=True, check=True).stdout
+    major, minor = toolkit.version.split(".")
+    headers, _, answer = output.strip().partition(" runtime-says ")
+    assert headers == f"headers {int(major) * 1000 + int(minor) * 10}"
+    # With a GPU: cudaSuccess; without one the linked runtime still answers with a named error.
+    assert answer.startswith("cuda"), answer
+
+
+def test_toolkits_needing_an_older_gcc_refuse_the_default_one(record: ImageRecord, tmp_path: Path) -> None:
+    """Why the image selects host compilers: nvcc rejects a too-new default g++."""
+    source = tmp_path / "probe.cu"
+    source.write_text(PROGRAM)
+    for toolkit in record.toolkits:
+        if toolkit.host_compiler == "g++":
+            continue
+        result = subprocess.run([f"{toolkit.path}/bin/nvcc", "-ccbin", "g++", "-c", str(source), "-o",
+                                 str(tmp_path / "probe.o")], check=False, capture_output=True, text=True, timeout=600)
+        assert result.returncode != 0
+        assert "unsupported GNU version" in result.stdout + result.stderr

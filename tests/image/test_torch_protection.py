@@ -1,0 +1,61 @@
+"""The constraints keep every pip install from replacing the CUDA build of torch."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+
+def _pip(*args: str, cwd: Path, constraints: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if constraints or k != "PIP_CONSTRAINT"}
+    return subprocess.run([sys.executable, "-m", "pip", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+def _wheel(directory: Path, name: str, version: str, requires: list[str]) -> None:
+    """A minimal pure-Python wheel, written directly (no build backend needed)."""
+    dist_info = f"{name.replace('-', '_')}-{version}.dist-info"
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    metadata += "".join(f"Requires-Dist: {requirement}\n" for requirement in requires)
+    files = {
+        f"{dist_info}/METADATA": metadata,
+        f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: pudev-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{path},,\n" for path in files) + f"{dist_info}/RECORD,,\n"
+    files[f"{dist_info}/RECORD"] = record
+    with zipfile.ZipFile(directory / f"{name.replace('-', '_')}-{version}-py3-none-any.whl", "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A local index offering another torch, plus a package that asks for it."""
+    wheels = tmp_path_factory.mktemp("wheelhouse")
+    _wheel(wheels, "torch", "2.0.0", [])
+    _wheel(wheels, "wants-old-torch", "0.1", ["torch==2.0.0"])
+    return wheels
+
+
+def test_without_the_constraint_pip_would_swap_torch(wheelhouse: Path) -> None:
+    result = _pip("install", "--dry-run", "--no-index", "--find-links", str(wheelhouse), "wants-old-torch",
+                  cwd=wheelhouse, constraints=False)
+    assert result.returncode == 0, result.stderr
+    assert "torch-2.0.0" in result.stdout  # the negative control: this is what the constraint prevents
+
+
+def test_conflicting_package_fails_with_pips_conflict_message(wheelhouse: Path) -> None:
+    installed = importlib.metadata.version("torch")
+    result = _pip("install", "--no-index", "--find-links", str(wheelhouse), "wants-old-torch", cwd=wheelhouse)
+    assert result.returncode != 0
+    message = result.stdout + result.stderr
+    assert "conflict" in message.lower()
+    assert f"The user requested (constraint) torch=={installed}" in message
+    assert "wants-old-torch 0.1 depends on torch==2.0.0" in message
+    assert importlib.metadata.version("torch") == installed

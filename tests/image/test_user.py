@@ -1,0 +1,46 @@
+"""The default user and the process model."""
+
+from __future__ import annotations
+
+import os
+import pwd
+from pathlib import Path
+
+from pudev.image.record import ImageRecord
+
+
+def test_runs_as_uid_1000_by_default(record: ImageRecord) -> None:
+    assert os.getuid() == 1000
+    assert pwd.getpwuid(os.getuid()).pw_name == record.user
+
+
+def test_home_and_workspace(record: ImageRecord) -> None:
+    home = Path(pwd.getpwnam(record.user).pw_dir)
+    assert home.stat().st_uid == 1000 and oct(home.stat().st_mode & 0o777) == "0o755"
+    assert os.access(home, os.W_OK)
+    probe = Path("/workspace/.pudev-write-probe")
+    probe.write_text("ok")
+    probe.unlink()
+    assert Path.cwd() == Path("/workspace")
+
+
+def test_tini_is_pid_1() -> None:
+    command = Path("/proc/1/cmdline").read_bytes().split(b"\0")
+    assert Path(command[0].decode()).name == "tini", command
+
+
+def test_default_user_cannot_write_outside_home_workspace_and_tmp(record: ImageRecord) -> None:
+    """Everything this user can write, on the image's own filesystem, is under its home,
+    /workspace or a sticky world-writable temporary folder."""
+    import subprocess
+
+    home = pwd.getpwnam(record.user).pw_dir
+    allowed = (home, "/workspace", "/tmp", "/var/tmp", "/run/lock", "/dev/shm")
+    found = subprocess.run(["find", "/", "-xdev", "-writable", "-print"], capture_output=True, text=True,
+                           check=False, timeout=600).stdout.splitlines()
+    outside = [path for path in found
+               if not any(path == root or path.startswith(root + "/") for root in allowed)]
+    assert not outside, outside[:20]
+    for sticky in ("/tmp", "/var/tmp"):
+        assert Path(sticky).stat().st_mode & 0o1000, f"{sticky} must be sticky"
+    assert len(found) > 3  # the search itself worked: the home and /workspace are writable
