@@ -199,8 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     test.add_argument("--timeout", type=float, default=3600, help="seconds before the run is stopped (default 3600)")
     test.add_argument("--junit", default="", metavar="PATH", help="copy the JUnit XML report here")
     test.add_argument("--cpu-only", action="store_true", help="leave out the GPU half")
-    test.add_argument("pytest_args", nargs="*", default=[], metavar="-- PYTEST_ARGS",
-                      help="extra pytest arguments after --; such a run is not recorded as a pass")
+    test.epilog = "Arguments after -- go to pytest inside the container; such a run is not recorded as a pass."
     command("tags", cmd_tags, "print the tags of a built image, computed from what is inside it")
     manifest = command("manifest", cmd_manifest, "write a Markdown + JSON build manifest read from the image")
     manifest.add_argument("--out", default="manifests", metavar="DIR", help="output folder (default: manifests)")
@@ -222,7 +221,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # Everything after the first `--` belongs to pytest (pudev test VARIANT -- -k name).
+    extra: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1:]
     args = parser.parse_args(argv)
+    args.pytest_args = extra
     try:
         return int(args.handler(args))
     except PudevError as error:

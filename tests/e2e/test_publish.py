@@ -129,3 +129,40 @@ def test_pull_back_by_tag_and_digest_and_smoke_test(tested: LocalImage, registry
         assert " passed" in smoke.stdout
     finally:
         engine.run(["tag", by_digest, tested.tag], check=False)  # later tests and runs use the local name
+
+
+def test_pin_resolves_digests_through_the_registry_api(registry: LocalRegistry, tmp_path: Path) -> None:
+    """Point a copy of the variant file at images in the local registry; pin writes their digests."""
+    from pudev.matrix import load_matrix
+    from pudev.paths import VARIANTS_FILE
+
+    # Two small images with different digests (the second only adds a label): quick to push.
+    labelled = subprocess.run([engine.docker_cli(), "build", "--quiet", "-t", "pudev-pin-probe:latest", "-"],
+                              input="FROM pudev-standin/os:bookworm\nLABEL org.pudev.pin-probe=1\n", text=True,
+                              capture_output=True, check=True, env=engine.docker_env())
+    assert labelled.stdout.strip()
+    sources = {"pudev-standin/os:bookworm": f"{registry.address}/mirror/os:bookworm",
+               "pudev-pin-probe:latest": f"{registry.address}/mirror/cuda:11.8-devel"}
+    pushed = {}
+    for local, remote in sources.items():
+        engine.run(["tag", local, remote])
+        output = engine.run(["push", remote], timeout=1800).stdout
+        pushed[remote] = output.split("digest: ")[1].split()[0]
+        engine.run(["rmi", remote], check=False)
+    text = VARIANTS_FILE.read_text()
+    for official in ("pytorch/pytorch:2.5.1-cuda11.8-cudnn9-runtime", "pytorch/pytorch:2.5.1-cuda12.1-cudnn9-runtime",
+                     "nvidia/cuda:12.1.1-devel-ubuntu22.04"):
+        text = text.replace(f'"{official}"', f'"{registry.address}/mirror/os:bookworm"')
+    text = text.replace('"nvidia/cuda:11.8.0-devel-ubuntu22.04"', f'"{registry.address}/mirror/cuda:11.8-devel"')
+    variants = tmp_path / "variants.toml"
+    variants.write_text(text)
+    result = run_pudev("pin", "--variants-file", str(variants), check=True)
+    assert "pinned 2 image(s)" in result.stdout
+    matrix = load_matrix(variants)
+    cu118 = matrix.get("cu118")
+    assert cu118.base_image == f"{registry.address}/mirror/os:bookworm@{pushed[sources['pudev-standin/os:bookworm']]}"
+    assert cu118.toolkits[0].image.endswith("@" + pushed[sources["pudev-pin-probe:latest"]])
+    engine.run(["rmi", "pudev-pin-probe:latest"], check=False)
+    assert "# The build matrix" in variants.read_text()  # comments and layout survive
+    again = run_pudev("pin", "--variants-file", str(variants), check=True)
+    assert "pinned 0 image(s)" in again.stdout  # already pinned to the current digests

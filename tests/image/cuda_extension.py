@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 SOURCES = Path(__file__).parent / "extension"
 
@@ -21,6 +23,15 @@ def setup_py_build(workdir: Path, env: dict[str, str] | None = None) -> subproce
         [sys.executable, "setup.py", "build_ext", "--inplace"],
         check=False, cwd=workdir, env=environment, capture_output=True, text=True, timeout=1800,
     )
+
+
+def import_extension(built: Path) -> Any:
+    """Import the module that build_extension() left in `built`."""
+    sys.path.insert(0, str(built))
+    try:
+        return importlib.import_module("pudev_test_extension")
+    finally:
+        sys.path.remove(str(built))
 
 
 def build_extension(workdir: Path) -> Path:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
-from cuda_extension import setup_py_build
+from cuda_extension import import_extension, setup_py_build
 
 from pudev.image.record import ImageRecord
 
@@ -28,11 +26,7 @@ int main() {
 
 
 def test_cuda_extension_builds_and_its_host_entry_point_runs(built_extension: Path, record: ImageRecord) -> None:
-    sys.path.insert(0, str(built_extension))
-    try:
-        module = importlib.import_module("pudev_test_extension")
-    finally:
-        sys.path.remove(str(built_extension))
+    module = import_extension(built_extension)
     version = module.runtime_version()
     assert version // 1000 == int((torch.version.cuda or "0").split(".")[0]), version
 

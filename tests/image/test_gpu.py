@@ -3,14 +3,13 @@ PUDEV_REQUIRE_GPU=1, fails without one)."""
 
 from __future__ import annotations
 
-import importlib
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from cuda_extension import import_extension
 
 pytestmark = pytest.mark.gpu
 
@@ -58,11 +57,7 @@ def test_nvml_reports_memory(gpu: str) -> None:
 
 
 def test_extension_kernel_runs_on_the_gpu(gpu: str, built_extension: Path) -> None:
-    sys.path.insert(0, str(built_extension))
-    try:
-        module = importlib.import_module("pudev_test_extension")
-    finally:
-        sys.path.remove(str(built_extension))
+    module = import_extension(built_extension)
     data = torch.arange(1000, dtype=torch.float32, device=gpu)
     torch.testing.assert_close(module.add_one(data).cpu(), torch.arange(1000, dtype=torch.float32) + 1)
 

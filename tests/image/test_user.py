@@ -35,9 +35,14 @@ def test_default_user_cannot_write_outside_home_workspace_and_tmp(record: ImageR
     import subprocess
 
     home = pwd.getpwnam(record.user).pw_dir
-    allowed = (home, "/workspace", "/tmp", "/var/tmp", "/run/lock", "/dev/shm")
-    found = subprocess.run(["find", "/", "-xdev", "-writable", "-print"], capture_output=True, text=True,
-                           check=False, timeout=600).stdout.splitlines()
+    allowed = (home, "/workspace", "/tmp", "/var/tmp", "/run/lock", "/var/lock", "/dev/shm")
+    # Bind mounts and volumes the container was started with are not the image's filesystem.
+    mounts = {line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()} - {"/"}
+    prune: list[str] = []
+    for mount in sorted(mounts):
+        prune += ["-path", mount, "-prune", "-o"]
+    found = subprocess.run(["find", "/", "-xdev", *prune, "-writable", "-print"], capture_output=True,
+                           text=True, check=False, timeout=600).stdout.splitlines()
     outside = [path for path in found
                if not any(path == root or path.startswith(root + "/") for root in allowed)]
     assert not outside, outside[:20]

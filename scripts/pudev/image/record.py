@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -15,7 +16,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-RECORD_PATH = Path("/etc/pudev/image.json")
+# PUDEV_RECORD points the tools at another record (scripts/gpu-check.sh, outside the image).
+RECORD_PATH = Path(os.environ.get("PUDEV_RECORD", "/etc/pudev/image.json"))
 _LOCK_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
 
 
