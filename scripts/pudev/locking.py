@@ -28,20 +28,26 @@ def lock_path(variant: Variant) -> Path:
     return REQUIREMENTS_DIR / "lock" / f"{variant.name}.txt"
 
 
+def _compile(source: Path, target: Path, *, python: str, platform: str) -> None:
+    command = [
+        uv_command(), "pip", "compile", str(source.relative_to(REPO_ROOT)),
+        "--generate-hashes", "--quiet", "--python-version", python,
+        "--python-platform", PLATFORM_TAGS[platform],
+        "--custom-compile-command", "make lock",
+        "--output-file", str(target.relative_to(REPO_ROOT)),
+    ]
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise PudevError(f"locking {target.name} failed: {last}")
+
+
 def write_locks(variants: list[Variant]) -> list[Path]:
+    """One lock per variant, plus the build-only tools (for the first variant's Python and platform)."""
     written = []
     for variant in variants:
-        target = lock_path(variant)
-        command = [
-            uv_command(), "pip", "compile", str((REQUIREMENTS_DIR / "image.in").relative_to(REPO_ROOT)),
-            "--generate-hashes", "--quiet", "--python-version", variant.python,
-            "--python-platform", PLATFORM_TAGS[variant.platform],
-            "--custom-compile-command", "make lock",
-            "--output-file", str(target.relative_to(REPO_ROOT)),
-        ]
-        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-            raise PudevError(f"locking {variant.name} failed: {last}")
-        written.append(target)
-    return written
+        _compile(REQUIREMENTS_DIR / "image.in", lock_path(variant), python=variant.python, platform=variant.platform)
+        written.append(lock_path(variant))
+    tools = REQUIREMENTS_DIR / "lock" / "build-tools.txt"
+    _compile(REQUIREMENTS_DIR / "build-tools.in", tools, python=variants[0].python, platform=variants[0].platform)
+    return [*written, tools]

@@ -31,9 +31,11 @@ def build_env(name: str) -> str:
     mirror = switch.lookup(name)
     if mirror is None:
         return ""
-    exports = [f"export PIP_INDEX_URL={shlex.quote(mirror.pypi_index)}"]
+    index = shlex.quote(mirror.pypi_index)
+    exports = [f"export PIP_INDEX_URL={index}", f"export UV_DEFAULT_INDEX={index}"]
     if mirror.pypi_trusted_hosts:
-        exports.append(f"export PIP_TRUSTED_HOST={shlex.quote(' '.join(mirror.pypi_trusted_hosts))}")
+        hosts = shlex.quote(" ".join(mirror.pypi_trusted_hosts))
+        exports += [f"export PIP_TRUSTED_HOST={hosts}", f"export UV_INSECURE_HOST={hosts}"]
     return "\n".join(exports)
 
 

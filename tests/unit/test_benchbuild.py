@@ -1,0 +1,36 @@
+"""bench-build's reading of BuildKit logs and its target verdicts."""
+
+from __future__ import annotations
+
+from pudev.benchbuild import Measurement, rebuilt_steps, render
+
+LOG = """\
+#5 [final  1/17] FROM docker.io/pudev-standin/pytorch:2.4.1-cuda12.1
+#5 DONE 0.0s
+#7 [toolkit-a 2/2] RUN sh /tmp/prune-toolkit.sh /usr/local/cuda-11.8
+#7 CACHED
+#9 [final 12/17] COPY scripts/pudev/image /opt/pudev/lib/pudev/image
+#9 DONE 0.1s
+#10 [final 17/17] RUN echo /opt/pudev/lib > x
+#10 0.3 record: /etc/pudev/image.json
+#10 DONE 0.9s
+"""
+
+
+def test_rebuilt_steps_are_the_ones_that_ran() -> None:
+    assert rebuilt_steps(LOG) == ["[final 12/17] COPY scripts/pudev/image /opt/pudev/lib/pudev/image",
+                                  "[final 17/17] RUN echo /opt/pudev/lib > x"]
+
+
+def test_targets_in_the_table() -> None:
+    results = [Measurement("cold", 100.0, 1.0, ["a"] * 18), Measurement("tool-edit", 4.0, 0.04, ["a"] * 5),
+               Measurement("requirement-change", 40.0, 0.40, ["a"] * 9), Measurement("no-op", 1.0, 0.01, [])]
+    sizes = {"size": 7 * 1024**3, "base_size": 5 * 1024**3, "added_over_base": 2 * 1024**3,
+             "layers": [{"size": 300 * 1024**2, "created_by": "COPY /usr/local/cuda-11.8"}]}
+    text = render(results, sizes, previous={"cold": 120.0})
+    rows = {line.split()[0]: line for line in text.splitlines() if line and line.split()[0] in
+            ("cold", "tool-edit", "requirement-change", "no-op")}
+    assert rows["tool-edit"].endswith("ok") and rows["no-op"].endswith("ok")
+    assert "MISSED (<= 35%)" in rows["requirement-change"]
+    assert "120.0" in rows["cold"]
+    assert "image 7168 MiB = base 5120 MiB + 2048 MiB added" in text
