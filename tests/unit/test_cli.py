@@ -88,3 +88,16 @@ def test_plan_prints_the_official_bases(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     assert "--build-arg BASE_IMAGE=pytorch/pytorch:2.5.1-cuda11.8-cudnn9-runtime" in out
     assert "--build-arg TOOLKIT_B_IMAGE=nvidia/cuda:12.1.1-devel-ubuntu22.04" in out
+
+
+def test_pull_mirror_rewrites_base_and_toolkit_images(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "cu121", "--no-ca-bundle", "--pull-mirror", "registry.example.cn/hub"]) == 0
+    out = capsys.readouterr().out
+    assert "BASE_IMAGE=registry.example.cn/hub/pytorch/pytorch:2.5.1-cuda12.1-cudnn9-runtime" in out
+    assert "TOOLKIT_A_IMAGE=registry.example.cn/hub/nvidia/cuda:11.8.0-devel-ubuntu22.04" in out
+
+
+def test_pull_mirror_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "invalid --pull-mirror 'not a host'" in _fails(["plan", "cu121", "--pull-mirror", "not a host"], capsys)
+    line = _fails(["plan", "cu121", "--base-image", "ghcr.io/o/torch:1", "--pull-mirror", "mirror.example.cn"], capsys)
+    assert "only mirrors Docker Hub images; ghcr.io/o/torch:1 comes from ghcr.io" in line
