@@ -29,6 +29,14 @@ def registry(tmp_path_factory: pytest.TempPathFactory, docker_engine: str) -> It
     server.start()
     yield server
     server.stop()
+    # Names under this throwaway registry would keep old images alive on the next run's engine.
+    listed = engine.run(["images", "--digests", "--format", "{{.Repository}} {{.Tag}} {{.Digest}}"]).stdout
+    names = []
+    for repository, tag, digest in (line.split() for line in listed.splitlines()):
+        if repository.startswith(server.address + "/"):
+            names.append(f"{repository}:{tag}" if tag != "<none>" else f"{repository}@{digest}")
+    if names:
+        engine.run(["rmi", *names], check=False)
 
 
 @pytest.fixture(scope="module")
@@ -116,9 +124,9 @@ def test_pull_back_by_tag_and_digest_and_smoke_test(tested: LocalImage, registry
     by_digest = line.split()[1].rstrip(":")
     repository = by_digest.split("@")[0]
     tags = run_pudev("tags", "--profile", "local", check=True).stdout.split()
-    every_local_name = [tested.tag, *(f"{repository}:{tag}" for tag in tags)]
-    engine.run(["rmi", *every_local_name], check=False)
+    engine.run(["rmi", "--force", tested.image_id], check=False)  # every name and digest reference
     assert engine.image_id(tested.tag) is None and engine.inspect_image(tested.image_id) is None
+    assert all(engine.image_id(f"{repository}:{tag}") is None for tag in tags)
     try:
         engine.run(["pull", f"{repository}:cu121"], timeout=3600)
         engine.run(["pull", by_digest], timeout=3600)
