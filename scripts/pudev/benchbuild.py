@@ -23,8 +23,11 @@ from typing import Any
 from pudev import engine
 from pudev.common.errors import PudevError
 from pudev.common.table import render_table
+from pudev.locking import compile_lock, lock_path
 from pudev.manifest import layer_history
+from pudev.matrix import Variant
 from pudev.paths import REPO_ROOT, REQUIREMENTS_DIR
+from pudev.plan import local_tag
 
 TOOL_FILE = REPO_ROOT / "scripts/pudev/image/gpumon.py"
 TARGETS = {"tool-edit": 0.05, "requirement-change": 0.35, "no-op": 0.02}
@@ -60,10 +63,9 @@ def rebuilt_steps(log: str) -> list[str]:
     return [headers[step] for step in dict.fromkeys(done) if step in headers and step not in cached]
 
 
-def _changed_lock(lock: Path) -> str:
-    """The lock with PROBE_PACKAGE at another release, resolved by uv like `make lock` does."""
-    from pudev.locking import uv_command
-
+def _changed_lock(variant: Variant) -> str:
+    """The variant's lock with PROBE_PACKAGE at another release, resolved the way `make lock` does."""
+    lock = lock_path(variant)
     current = re.search(rf"^{PROBE_PACKAGE}==(\S+)", lock.read_text(), re.MULTILINE)
     if current is None:
         raise PudevError(f"{lock} pins no {PROBE_PACKAGE}; the benchmark changes that pin")
@@ -71,10 +73,8 @@ def _changed_lock(lock: Path) -> str:
         constraint = Path(folder) / "constraint.txt"
         constraint.write_text(f"{PROBE_PACKAGE}!={current.group(1)}\n")
         output = Path(folder) / "lock.txt"
-        subprocess.run([uv_command(), "pip", "compile", str(REQUIREMENTS_DIR / "image.in"), "--generate-hashes",
-                        "--quiet", "--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_28",
-                        "--constraint", str(constraint), "--custom-compile-command", "make lock",
-                        "--output-file", str(output)], check=True, capture_output=True)
+        compile_lock(REQUIREMENTS_DIR / "image.in", output, python=variant.python, platform=variant.platform,
+                     constraint=constraint)
         return output.read_text()
 
 
@@ -84,8 +84,8 @@ def _measure(scenario: str, args: list[str], cold: float | None) -> Measurement:
     return Measurement(scenario, seconds, ratio, rebuilt_steps(log))
 
 
-def run_scenarios() -> list[Measurement]:
-    lock = REQUIREMENTS_DIR / "lock/cu121.txt"
+def run_scenarios(variant: Variant) -> list[Measurement]:
+    lock = lock_path(variant)
     original_tool, original_lock = TOOL_FILE.read_text(), lock.read_text()
     engine.run(["builder", "prune", "--all", "--force"], timeout=1800)
     results = [_measure("cold", ["--no-cache"], None)]
@@ -94,7 +94,7 @@ def run_scenarios() -> list[Measurement]:
         TOOL_FILE.write_text(original_tool + f"\n# bench-build probe {time.time()}\n")
         results.append(_measure("tool-edit", [], cold))
         TOOL_FILE.write_text(original_tool)
-        lock.write_text(_changed_lock(lock))
+        lock.write_text(_changed_lock(variant))
         results.append(_measure("requirement-change", [], cold))
         lock.write_text(original_lock)
         results.append(_measure("mirror-change", ["--mirror", "tuna"], cold))
@@ -133,13 +133,13 @@ def render(results: list[Measurement], sizes: dict[str, Any], previous: dict[str
     return "\n".join(lines)
 
 
-def bench_build(out: Path, image: str, base: str, compare: Path | None = None) -> str:
+def bench_build(out: Path, variant: Variant, compare: Path | None = None) -> str:
     previous = None
     if compare is not None:
         earlier = json.loads(compare.read_text())
         previous = {item["scenario"]: float(item["seconds"]) for item in earlier["scenarios"]}
-    results = run_scenarios()
-    sizes = size_report(image, base)
+    results = run_scenarios(variant)
+    sizes = size_report(local_tag(variant), variant.base_image)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                "scenarios": [asdict(item) for item in results], "sizes": sizes,

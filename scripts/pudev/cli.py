@@ -136,7 +136,7 @@ def cmd_bench_build(args: argparse.Namespace) -> int:
     args.profile = args.profile or "local"
     _, (variant,) = selected_variants(args)
     compare = Path(args.compare) if args.compare else None
-    print(bench_build(Path(args.out), local_tag(variant), variant.base_image, compare))
+    print(bench_build(Path(args.out), variant, compare))
     print(f"wrote {args.out}")
     return 0
 

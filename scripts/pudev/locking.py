@@ -28,14 +28,17 @@ def lock_path(variant: Variant) -> Path:
     return REQUIREMENTS_DIR / "lock" / f"{variant.name}.txt"
 
 
-def _compile(source: Path, target: Path, *, python: str, platform: str) -> None:
+def compile_lock(source: Path, target: Path, *, python: str, platform: str, constraint: Path | None = None) -> None:
+    """uv pip compile with hashes for the given Python and platform (not the host's)."""
     command = [
-        uv_command(), "pip", "compile", str(source.relative_to(REPO_ROOT)),
+        uv_command(), "pip", "compile", str(source),
         "--generate-hashes", "--quiet", "--python-version", python,
         "--python-platform", PLATFORM_TAGS[platform],
         "--custom-compile-command", "make lock",
-        "--output-file", str(target.relative_to(REPO_ROOT)),
+        "--output-file", str(target),
     ]
+    if constraint is not None:
+        command += ["--constraint", str(constraint)]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
@@ -46,8 +49,10 @@ def write_locks(variants: list[Variant]) -> list[Path]:
     """One lock per variant, plus the build-only tools (for the first variant's Python and platform)."""
     written = []
     for variant in variants:
-        _compile(REQUIREMENTS_DIR / "image.in", lock_path(variant), python=variant.python, platform=variant.platform)
+        compile_lock(REQUIREMENTS_DIR / "image.in", lock_path(variant), python=variant.python,
+                     platform=variant.platform)
         written.append(lock_path(variant))
     tools = REQUIREMENTS_DIR / "lock" / "build-tools.txt"
-    _compile(REQUIREMENTS_DIR / "build-tools.in", tools, python=variants[0].python, platform=variants[0].platform)
+    compile_lock(REQUIREMENTS_DIR / "build-tools.in", tools, python=variants[0].python,
+                 platform=variants[0].platform)
     return [*written, tools]

@@ -9,6 +9,7 @@ import random
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import tarfile
 import time
@@ -19,6 +20,7 @@ import pytest
 from e2e_support import PUDEV, LocalImage, run_pudev
 
 from pudev import engine
+from pudev.cabundle import resolve_ca_bundle
 from pudev.containers import TRACKED_LABEL
 from pudev.layers import read_layers
 from pudev.paths import REPO_ROOT
@@ -46,7 +48,8 @@ def unique_ca_bundle(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, st
                     f"/CN=pudev-secret-probe-{random.getrandbits(64):x}", "-keyout", str(folder / "key.pem"),
                     "-out", str(folder / "probe.pem")], check=True, capture_output=True)
     probe = (folder / "probe.pem").read_text()
-    host = Path(os.environ.get("PIP_CERT") or "/etc/ssl/certs/ca-certificates.crt")
+    # The bundle the build would use anyway (PIP_CERT & co.), else the system's default trust store.
+    host = resolve_ca_bundle(None) or Path(ssl.get_default_verify_paths().cafile or "")
     bundle = folder / "bundle.pem"
     bundle.write_text((host.read_text() if host.is_file() else "") + "\n" + probe)
     body = "".join(probe.strip().splitlines()[1:-1])
@@ -87,7 +90,8 @@ def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
     assert "interrupted: no tag was created or moved" in interrupted_log
     assert engine.image_id(FAULT_TAG) is None
     assert _containers() == before
-    runc_root = Path("/var/lib/docker/buildkit/executor")
+    docker_root = engine.run(["info", "--format", "{{.DockerRootDir}}"]).stdout.strip()
+    runc_root = Path(docker_root) / "buildkit" / "executor"
     if runc_root.exists():
         leftovers = subprocess.run(["runc", "--root", str(runc_root), "list", "-q"], capture_output=True, text=True,
                                    check=False).stdout.split()
