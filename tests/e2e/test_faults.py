@@ -12,6 +12,7 @@ import signal
 import ssl
 import subprocess
 import tarfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,9 +84,20 @@ def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
     build = fresh_build()
     process = subprocess.Popen([*PUDEV, *build, "--ca-bundle", str(bundle)], cwd=REPO_ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    time.sleep(random.uniform(8, 25))  # a random point: toolkit copies, OS packages or requirements
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout or []), daemon=True)
+    reader.start()
+    # The first step the fresh arch list invalidates is the OS-package RUN (~15 s); interrupt at a
+    # random point inside it, once it has really started, so the build is never already finished.
+    deadline = time.monotonic() + 300
+    while not any("install-os-packages" in line and "[final" in line for line in lines):
+        assert time.monotonic() < deadline and process.poll() is None, "".join(lines)[-3000:]
+        time.sleep(0.1)
+    time.sleep(random.uniform(0.5, 6))
     process.send_signal(signal.SIGINT)
-    interrupted_log, _ = process.communicate(timeout=300)
+    process.wait(timeout=300)
+    reader.join(timeout=30)
+    interrupted_log = "".join(lines)
     assert process.returncode == 130, interrupted_log[-3000:]
     assert "interrupted: no tag was created or moved" in interrupted_log
     assert engine.image_id(FAULT_TAG) is None
