@@ -1,33 +1,104 @@
 #!/bin/sh
 # The GPU half of the checks, run directly on a machine with an NVIDIA GPU and
-# PyTorch but no Docker engine (the device machine): the GPU tests of
-# tests/image with PUDEV_REQUIRE_GPU=1, `pudev verify`, `pudev gpumon` and a
-# full `pudev bench` ladder. Results land in $OUT (default reports/gpu).
-# The machine's own torch and CUDA stand in for the image's; a record of them
-# is written first so the in-image tests know what to expect.
-set -eu
+# PyTorch but no Docker engine (the device machine), from the repository root:
+#   OUT=reports/gpu sh scripts/gpu-check.sh
+# Steps: `pudev verify` and `pudev gpumon`; a full `pudev bench` (ResNet-50);
+# the GPU half of tests/image (`pudev selftest -- -m gpu`) with
+# PUDEV_REQUIRE_GPU=1; then a ViT-B/16 bench if the time budget
+# (GPU_CHECK_SECONDS, default 540) still allows one.
+# The machine's own torch, CUDA and nvcc stand in for the image's: a record of
+# them is written first so the tools and tests know what to expect.
+# $OUT receives at most 8 files (the device tool returns no more): checks.log,
+# verify.json, gpu-tests.log, bench.log and each model's bench.json/bench.png.
+# Exit status: 0 when every step passed, 1 otherwise; the summary says which.
+set -u
 out=${OUT:-reports/gpu}
-mkdir -p "$out"
-export PYTHONPATH="$PWD/scripts:$PWD/tests/image${PYTHONPATH:+:$PYTHONPATH}"
-export PUDEV_REQUIRE_GPU=1 PUDEV_RECORD="$out/image.json" PUDEV_TESTS_DIR="$PWD/tests/image"
+budget=${GPU_CHECK_SECONDS:-540}
 python=${PYTHON:-python3}
-"$python" -m pip install -q nvidia-ml-py pytest tqdm matplotlib 2>/dev/null || true
+repo=$(pwd)
+started=$(date +%s)
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
-cuda=$("$python" -c 'import torch; print(torch.version.cuda)')
+# pudev's image side from this checkout, reachable as `pudev` like in the image.
+mkdir -p "$work/bin"
+printf '#!/bin/sh\nexec %s -m pudev.image "$@"\n' "$(command -v "$python")" > "$work/bin/pudev"
+chmod +x "$work/bin/pudev"
+export PATH="$work/bin:$PATH"
+export PYTHONPATH="$repo/scripts:$repo/tests/image${PYTHONPATH:+:$PYTHONPATH}"
+export PUDEV_REQUIRE_GPU=1 PUDEV_RECORD="$work/image.json" PUDEV_TESTS_DIR="$repo/tests/image" PYTHONUNBUFFERED=1
+
+# The toolkit: CUDA_HOME, else the nvcc on PATH, else /usr/local/cuda.
+nvcc=$(command -v nvcc || true)
+CUDA_HOME=${CUDA_HOME:-${nvcc:+$(dirname "$(dirname "$nvcc")")}}
+export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
+cuda=$("$python" -c 'import torch; print(torch.version.cuda or "cpu")')
 torch=$("$python" -c 'import torch; print(torch.__version__.split("+")[0])')
-toolkit=${CUDA_HOME:-/usr/local/cuda}
+pyversion=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+toolkit=$("$CUDA_HOME/bin/nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9]*\.[0-9]*\),.*/\1/p')
+toolkit=${toolkit:-$cuda}
+# The newest gcc this nvcc accepts, as its own host_config.h states it.
+max_gcc=$(sed -n 's/.*gcc versions later than \([0-9]*\) are not supported.*/\1/p' \
+    "$CUDA_HOME"/include/crt/host_config.h 2>/dev/null | head -n 1)
+max_gcc=${max_gcc:-$(g++ -dumpversion 2>/dev/null | cut -d. -f1)}
 "$python" -m pudev.image.record write "$PUDEV_RECORD" --lock requirements/lock/cu121.txt --variant device \
-    --image device --torch "$torch" --cuda "$cuda" --python 3 --default-toolkit "$cuda" --arch-list 9.0 \
-    --mirror none --build-mirror none --user "$(id -un)" --toolkit "$cuda:13" --toolkit "$cuda:13"
-sed -i "s#/usr/local/cuda-$cuda#$toolkit#g" "$PUDEV_RECORD"
+    --image device --torch "$torch" --cuda "$cuda" --python "$pyversion" --default-toolkit "$toolkit" \
+    --arch-list device --mirror none --build-mirror none --user "$(id -un)" --toolkit "$toolkit:${max_gcc:-0}" \
+    > /dev/null || { echo "gpu-check: could not write the device record" >&2; exit 1; }
 
-status=0
-"$python" -m pytest "$PWD/tests/image/test_gpu.py" -p no:cacheprovider -ra \
-    -k "not extension" --junitxml="$out/gpu-tests.xml" 2>&1 | tee "$out/gpu-tests.log" || status=1
-"$python" -m pudev.image verify --json > "$out/verify.json" || status=1
-"$python" -m pudev.image gpumon --json > "$out/gpumon.json" || status=1
-"$python" -m pudev.image bench --out "$out/bench" --data-dir /tmp/pudev-bench-data --no-progress \
-    2>&1 | tee "$out/bench.log" || status=1
-"$python" -m pudev.image bench --model vit_b_16 --batch-size 64 --out "$out/bench-vit" \
-    --data-dir /tmp/pudev-bench-data --no-progress 2>&1 | tee "$out/bench-vit.log" || status=1
-exit "$status"
+failed=""
+remaining() { echo $((budget - ($(date +%s) - started))); }
+# step NAME LOG COMMAND...: run within what is left of the budget, append to LOG, note a failure.
+step() {
+    name=$1 log=$2
+    shift 2
+    left=$(remaining)
+    if [ "$left" -le 0 ]; then
+        echo "== $name: not run, the ${budget}s budget is spent" | tee -a "$log"
+        failed="$failed $name(not-run)"
+        return
+    fi
+    echo "== $name ($left s left)" >> "$log"
+    timeout "$left" "$@" >> "$log" 2>&1
+    rc=$?
+    echo "== $name: exit $rc" >> "$log"
+    [ "$rc" -eq 0 ] || failed="$failed $name"
+}
+
+checks="$out/checks.log"
+{
+    echo "== machine"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 || true
+    "$python" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__)'
+    "${CUDA_HOME}/bin/nvcc" --version 2>&1 | tail -n 2
+    echo "CUDA_HOME=$CUDA_HOME max_gcc=${max_gcc:-unknown} g++ $(g++ -dumpversion 2>/dev/null) cpus $(nproc)"
+    df -h /dev/shm | tail -n 1
+} > "$checks" 2>&1
+step verify "$checks" pudev verify
+pudev verify --json > "$out/verify.json" 2>> "$checks"
+step gpumon "$checks" pudev gpumon
+
+bench() {  # bench MODEL [ARGS...]
+    model=$1
+    shift
+    step "bench-$model" "$out/bench.log" pudev bench --model "$model" --out "$out/$model" \
+        --data-dir "$work/data" --no-progress "$@"
+}
+bench resnet50
+step gpu-tests "$out/gpu-tests.log" pudev selftest -- -m gpu --color=no
+# A ViT-B/16 ladder compiles four more graphs: run it only with time to finish.
+if [ "$(remaining)" -ge "${GPU_CHECK_VIT_SECONDS:-150}" ]; then
+    bench vit_b_16 --batch-size 64
+else
+    echo "== bench-vit_b_16: skipped, $(remaining)s of the budget left" | tee -a "$out/bench.log"
+    failed="$failed bench-vit_b_16(not-run)"
+fi
+
+tail -n 25 "$checks" "$out/gpu-tests.log" "$out/bench.log" 2>/dev/null
+elapsed=$(($(date +%s) - started))
+if [ -n "$failed" ]; then
+    echo "gpu-check: FAILED:$failed (${elapsed}s; logs in $out)"
+    exit 1
+fi
+echo "gpu-check: all steps passed (${elapsed}s; logs in $out)"

@@ -55,6 +55,7 @@ def test_bench_smoke_runs_every_rung_and_writes_outputs(tmp_path: Path) -> None:
                     "--no-progress", timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads((tmp_path / "bench.json").read_text())
+    assert report["complete"] is True  # written after each rung, marked complete at the end
     assert [rung["name"] for rung in report["rungs"]] == ["baseline", "loader", "compile", "amp", "channels_last",
                                                           "checkpoint"]
     for rung in report["rungs"]:

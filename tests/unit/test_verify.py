@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -44,9 +45,16 @@ def test_no_gpu_names_the_usual_cause() -> None:
     ("520.61.05", "11.8", "ok"), ("470.82.01", "11.8", "warning"), ("440.33.01", "11.8", "error"),
     ("530.30.02", "12.1", "ok"), ("525.85.12", "12.1", "warning"), ("520.61.05", "12.1", "error"),
     ("535.104.05", "12.4", "warning"), ("550.54.14", "12.4", "ok"),
+    ("580.159.03", "13.0", "ok"), ("580.30", "13.0", "warning"), ("575.57.08", "13.0", "error"),
+    ("580.159.03", "13.2", "warning"), ("570.86.10", "13.2", "error"),
 ])
 def test_driver_minimums(driver: str, cuda: str, level: str) -> None:
     assert judge_driver(driver, cuda).level == level
+
+
+def test_unknown_cuda_major_is_not_blamed_on_the_driver() -> None:
+    verdict = judge_driver("600.10", "14.0")
+    assert verdict.level == "warning" and "no known minimum driver for CUDA 14.0" in verdict.message
 
 
 def test_old_driver_fails_with_the_minimum_in_the_message() -> None:
@@ -105,3 +113,22 @@ def test_busy_gpu_and_pinned_memory_failure() -> None:
 def test_table_lists_each_fix_once() -> None:
     text = render(evaluate(replace(HEALTHY, shm_bytes=64 * 1024**2)))
     assert text.count("fix (shared memory):") == 1 and "FAIL" in text
+
+
+def test_toolkit_version_from_version_json_or_nvcc(tmp_path: Path) -> None:
+    from pudev.image.verify_facts import _toolkit_version, nvcc_release
+
+    assert nvcc_release("Cuda compilation tools, release 13.0, V13.0.48\nBuild cuda_13.0.r13.0") == "13.0"
+    assert nvcc_release("bash: nvcc: command not found") is None
+    with_json, with_nvcc_only, empty = tmp_path / "json", tmp_path / "nvcc", tmp_path / "empty"
+    (with_json / "bin").mkdir(parents=True)
+    (with_json / "version.json").write_text('{"cuda": {"name": "CUDA SDK", "version": "11.8.89"}}')
+    (with_nvcc_only / "bin").mkdir(parents=True)
+    nvcc = with_nvcc_only / "bin" / "nvcc"
+    nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.4, V12.4.131'\n")
+    nvcc.chmod(0o755)
+    empty.mkdir()
+    assert _toolkit_version(str(with_json)) == "11.8"
+    assert _toolkit_version(str(with_nvcc_only)) == "12.4"
+    assert _toolkit_version(str(empty)) is None
+    assert _toolkit_version("") is None

@@ -5,20 +5,39 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
 from pathlib import Path
 
 from pudev.image.nvml import NvmlUnavailableError, PynvmlSource
 from pudev.image.record import gcc_major, load
 from pudev.image.verify import Facts, shm_size
 
+_NVCC_RELEASE = re.compile(r"release (\d+\.\d+),")
+
+
+def nvcc_release(output: str) -> str | None:
+    """"12.1" from `nvcc --version` ("Cuda compilation tools, release 12.1, V12.1.105")."""
+    match = _NVCC_RELEASE.search(output)
+    return match.group(1) if match else None
+
 
 def _toolkit_version(cuda_home: str) -> str | None:
+    if not cuda_home:
+        return None
     try:
         data = json.loads((Path(cuda_home) / "version.json").read_text())
+        full = str(data.get("cuda", {}).get("version", ""))
+        return ".".join(full.split(".")[:2]) or None
     except (OSError, ValueError):
+        pass
+    # Toolkits installed without version.json (some distribution packages, pip-assembled trees): ask nvcc.
+    try:
+        output = subprocess.run([str(Path(cuda_home) / "bin" / "nvcc"), "--version"], capture_output=True,
+                                text=True, timeout=60, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
         return None
-    full = str(data.get("cuda", {}).get("version", ""))
-    return ".".join(full.split(".")[:2]) or None
+    return nvcc_release(output)
 
 
 def collect() -> Facts:

@@ -67,18 +67,21 @@ def main(argv: list[str] | None = None) -> int:
     gpu_name = torch.cuda.get_device_name() if device == "cuda" else "cpu (smoke: timings mean nothing)"
     print(f"pudev bench: {config.model}, batch {config.batch_size}, {settings['image_size']}px JPEGs, "
           f"{config.warmup}+{config.steps} steps per rung on {gpu_name}", flush=True)
-    results = []
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    payload: dict[str, Any] = {"config": {**asdict(config), "data": str(config.data),
+                                          "image_size": settings["image_size"]},
+                               "device": gpu_name, "torch": torch.__version__, "complete": False}
+    results: list[dict[str, Any]] = []
     total = len(rungs) * (config.warmup + config.steps)
     with tqdm(total=total, disable=args.no_progress, unit="step", file=sys.stderr) as progress:
         for rung in rungs:
             progress.set_description(f"rung {rung.index} {rung.name}")
             results.append(run_rung(config, rung, progress).summary(config.batch_size))
+            # Written after every rung, so a run cut short (a time limit, Ctrl-C) keeps what it measured.
+            write_json(out / "bench.json", {**payload, "rungs": results, "summary": summarise(results)})
     summary = summarise(results)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    payload = {"config": {**asdict(config), "data": str(config.data), "image_size": settings["image_size"]},
-               "device": gpu_name, "torch": torch.__version__, "rungs": results, "summary": summary}
-    write_json(out / "bench.json", payload)
+    write_json(out / "bench.json", {**payload, "complete": True, "rungs": results, "summary": summary})
     write_chart(out / "bench.png", results, f"{config.model} on {gpu_name}")
     print(render(results, summary))
     print(f"wrote {out / 'bench.json'} and {out / 'bench.png'}")

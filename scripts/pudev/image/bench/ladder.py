@@ -106,6 +106,8 @@ class UtilizationSampler:
         self._stop.set()
         if self._source:
             self._thread.join()
+            if not self.samples:  # a rung shorter than one period: NVML's figure covers the last one
+                self.samples.append(self._source.utilization(self._index))
             self._source.close()
 
     @property
