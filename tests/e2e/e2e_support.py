@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -35,3 +36,12 @@ def run_pudev(*args: str, timeout: float = 3600, env: dict[str, str] | None = No
         raise AssertionError(f"pudev {' '.join(args)} exited {result.returncode}:\n{result.stdout[-4000:]}\n"
                              f"{result.stderr[-4000:]}")
     return result
+
+
+def build_context_copy(tmp_path: Path) -> Path:
+    """What the build context holds, so a test can change its own copy (PUDEV_ROOT=copy)."""
+    root = tmp_path / "repo"
+    for relative in ("docker", "requirements", "scripts/pudev", "tests/image"):
+        shutil.copytree(REPO_ROOT / relative, root / relative, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO_ROOT / ".dockerignore", root / ".dockerignore")
+    return root

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import random
 import re
-import shutil
 import signal
 import ssl
 import subprocess
@@ -18,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import PUDEV, LocalImage, run_pudev
+from e2e_support import PUDEV, LocalImage, build_context_copy, run_pudev
 
 from pudev import engine
 from pudev.cabundle import resolve_ca_bundle
@@ -152,15 +151,6 @@ def test_two_builds_at_once_serialise(fault_image_cleanup: None) -> None:
     assert (engine.image_id(FAULT_TAG) or "")[7:19] in built
 
 
-def _repo_copy(tmp_path: Path) -> Path:
-    """What the build context holds, so a test can break its own lock copy."""
-    root = tmp_path / "repo"
-    for relative in ("docker", "requirements", "scripts/pudev", "tests/image"):
-        shutil.copytree(REPO_ROOT / relative, root / relative, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO_ROOT / ".dockerignore", root / ".dockerignore")
-    return root
-
-
 def _build_in(root: Path) -> subprocess.CompletedProcess[str]:
     return run_pudev(*FAULT_BUILD, env={"PUDEV_ROOT": str(root)}, timeout=1800)
 
@@ -168,7 +158,7 @@ def _build_in(root: Path) -> subprocess.CompletedProcess[str]:
 def test_unresolvable_requirement_names_the_package_and_keeps_tags(tmp_path: Path) -> None:
     good = engine.image_id(FAULT_TAG)
     assert good is not None
-    root = _repo_copy(tmp_path)
+    root = build_context_copy(tmp_path)
     lock = root / "requirements/lock/cu121.txt"
     lock.write_text(re.sub(r"^tqdm==\S+", "tqdm==99.0.0", lock.read_text(), flags=re.MULTILINE))
     result = _build_in(root)
@@ -182,7 +172,7 @@ def test_unresolvable_requirement_names_the_package_and_keeps_tags(tmp_path: Pat
 
 def test_tampered_lock_hash_fails_with_a_hash_error(tmp_path: Path) -> None:
     good = engine.image_id(FAULT_TAG)
-    root = _repo_copy(tmp_path)
+    root = build_context_copy(tmp_path)
     lock = root / "requirements/lock/cu121.txt"
     text = lock.read_text()
     block = re.search(r"^tqdm==\S+ \\\n(?:\s+--hash=sha256:\w+(?: \\)?\n)+", text, re.MULTILINE)

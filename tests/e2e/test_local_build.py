@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from e2e_support import LocalImage, SuiteRun
+from e2e_support import LocalImage, SuiteRun, build_context_copy, run_pudev
 
 from pudev import engine
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
+CACHE_PROBE_IMAGE = "pudev-cacheprobe/pytorch-universal-dev"
 
 
 def test_build_is_the_local_profile_of_cu121(local_image: LocalImage) -> None:
@@ -18,6 +21,22 @@ def test_build_is_the_local_profile_of_cu121(local_image: LocalImage) -> None:
     assert record["variant"] == "cu121" and record["cuda"] == "12.1" and record["torch"] == "2.4.1"
     assert [t["version"] for t in record["toolkits"]] == ["11.8", "12.4"]
     assert record["default_toolkit"] == "12.4"
+
+
+def test_another_variants_lock_leaves_this_build_cached(local_image: LocalImage, tmp_path: Path) -> None:
+    # A build-context copy whose cu118 lock is broken, built under its own name: cu121's
+    # package step must come from the cache (it would fail or rerun if it saw that lock).
+    root = build_context_copy(tmp_path)
+    other = root / "requirements/lock/cu118.txt"
+    other.write_text(re.sub(r"^tqdm==\S+", "tqdm==99.0.0", other.read_text(), flags=re.MULTILINE))
+    try:
+        log = run_pudev("build", "--profile", "local", "--set", f"image={CACHE_PROBE_IMAGE}",
+                        env={"PUDEV_ROOT": str(root)}, timeout=1800, check=True).stdout
+    finally:
+        engine.run(["rmi", f"{CACHE_PROBE_IMAGE}:cu121"], check=False)
+    package_steps = re.findall(r"^#(\d+) \[final\s+\d+/\d+\] RUN .*uv pip install", log, re.MULTILINE)
+    assert len(package_steps) == 1, log[-3000:]
+    assert f"#{package_steps[0]} CACHED" in log, log[-3000:]
 
 
 def test_image_suite_passes_and_only_gpu_checks_skip(image_suite: SuiteRun) -> None:
