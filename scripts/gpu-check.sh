@@ -36,7 +36,8 @@ export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
 cuda=$("$python" -c 'import torch; print(torch.version.cuda or "cpu")')
 torch=$("$python" -c 'import torch; print(torch.__version__.split("+")[0])')
 pyversion=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-toolkit=$("$CUDA_HOME/bin/nvcc" --version 2>/dev/null | sed -n 's/.*release \([0-9]*\.[0-9]*\),.*/\1/p')
+toolkit=$("$python" -c 'import os; from pudev.image.verify_facts import toolkit_version as v
+print(v(os.environ["CUDA_HOME"]) or "")')
 toolkit=${toolkit:-$cuda}
 # The newest gcc this nvcc accepts, as its own host_config.h states it.
 max_gcc=$(sed -n 's/.*gcc versions later than \([0-9]*\) are not supported.*/\1/p' \
@@ -49,14 +50,17 @@ max_gcc=${max_gcc:-$(g++ -dumpversion 2>/dev/null | cut -d. -f1)}
 
 failed=""
 remaining() { echo $((budget - ($(date +%s) - started))); }
+not_run() {  # not_run NAME LOG REASON
+    echo "== $1: $3" | tee -a "$2"
+    failed="$failed $1(not-run)"
+}
 # step NAME LOG COMMAND...: run within what is left of the budget, append to LOG, note a failure.
 step() {
     name=$1 log=$2
     shift 2
     left=$(remaining)
     if [ "$left" -le 0 ]; then
-        echo "== $name: not run, the ${budget}s budget is spent" | tee -a "$log"
-        failed="$failed $name(not-run)"
+        not_run "$name" "$log" "not run, the ${budget}s budget is spent"
         return
     fi
     echo "== $name ($left s left)" >> "$log"
@@ -91,8 +95,7 @@ step gpu-tests "$out/gpu-tests.log" pudev selftest -- -m gpu --color=no
 if [ "$(remaining)" -ge "${GPU_CHECK_VIT_SECONDS:-150}" ]; then
     bench vit_b_16 --batch-size 64
 else
-    echo "== bench-vit_b_16: skipped, $(remaining)s of the budget left" | tee -a "$out/bench.log"
-    failed="$failed bench-vit_b_16(not-run)"
+    not_run bench-vit_b_16 "$out/bench.log" "skipped, $(remaining)s of the budget left"
 fi
 
 tail -n 25 "$checks" "$out/gpu-tests.log" "$out/bench.log" 2>/dev/null

@@ -116,7 +116,7 @@ def test_table_lists_each_fix_once() -> None:
 
 
 def test_toolkit_version_from_version_json_or_nvcc(tmp_path: Path) -> None:
-    from pudev.image.verify_facts import _toolkit_version, nvcc_release
+    from pudev.image.verify_facts import nvcc_release, toolkit_version
 
     assert nvcc_release("Cuda compilation tools, release 13.0, V13.0.48\nBuild cuda_13.0.r13.0") == "13.0"
     assert nvcc_release("bash: nvcc: command not found") is None
@@ -128,7 +128,7 @@ def test_toolkit_version_from_version_json_or_nvcc(tmp_path: Path) -> None:
     nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.4, V12.4.131'\n")
     nvcc.chmod(0o755)
     empty.mkdir()
-    assert _toolkit_version(str(with_json)) == "11.8"
-    assert _toolkit_version(str(with_nvcc_only)) == "12.4"
-    assert _toolkit_version(str(empty)) is None
-    assert _toolkit_version("") is None
+    assert toolkit_version(str(with_json)) == "11.8"
+    assert toolkit_version(str(with_nvcc_only)) == "12.4"
+    assert toolkit_version(str(empty)) is None
+    assert toolkit_version("") is None

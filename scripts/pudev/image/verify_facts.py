@@ -22,7 +22,8 @@ def nvcc_release(output: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _toolkit_version(cuda_home: str) -> str | None:
+def toolkit_version(cuda_home: str) -> str | None:
+    """"12.1" for the toolkit at cuda_home: its version.json, else what its nvcc says."""
     if not cuda_home:
         return None
     try:
@@ -45,8 +46,8 @@ def collect() -> Facts:
 
     record = load()
     cuda_home = os.environ.get("CUDA_HOME", "")
-    toolkit_version = _toolkit_version(cuda_home)
-    toolkit = next((t for t in record.toolkits if t.version == toolkit_version), None)
+    active = toolkit_version(cuda_home)
+    toolkit = next((t for t in record.toolkits if t.version == active), None)
     flags = os.environ.get("NVCC_PREPEND_FLAGS", "").split()
     compiler = flags[flags.index("-ccbin") + 1] if "-ccbin" in flags[:-1] else "g++"
     try:
@@ -56,7 +57,7 @@ def collect() -> Facts:
     facts = Facts(
         expected_cuda=record.cuda, torch_version=torch.__version__, torch_cuda=torch.version.cuda,
         cuda_available=torch.cuda.is_available(), device_count=torch.cuda.device_count(), driver=None,
-        cudnn_version=torch.backends.cudnn.version(), cuda_home=cuda_home, toolkit_version=toolkit_version,
+        cudnn_version=torch.backends.cudnn.version(), cuda_home=cuda_home, toolkit_version=active,
         host_compiler=compiler, host_compiler_major=compiler_major,
         toolkit_max_gcc=toolkit.max_gcc if toolkit else None, shm_bytes=shm_size(),
     )

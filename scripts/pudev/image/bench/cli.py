@@ -71,17 +71,17 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     payload: dict[str, Any] = {"config": {**asdict(config), "data": str(config.data),
                                           "image_size": settings["image_size"]},
-                               "device": gpu_name, "torch": torch.__version__, "complete": False}
+                               "device": gpu_name, "torch": torch.__version__}
     results: list[dict[str, Any]] = []
     total = len(rungs) * (config.warmup + config.steps)
     with tqdm(total=total, disable=args.no_progress, unit="step", file=sys.stderr) as progress:
         for rung in rungs:
             progress.set_description(f"rung {rung.index} {rung.name}")
             results.append(run_rung(config, rung, progress).summary(config.batch_size))
+            summary = summarise(results)
             # Written after every rung, so a run cut short (a time limit, Ctrl-C) keeps what it measured.
-            write_json(out / "bench.json", {**payload, "rungs": results, "summary": summarise(results)})
-    summary = summarise(results)
-    write_json(out / "bench.json", {**payload, "complete": True, "rungs": results, "summary": summary})
+            write_json(out / "bench.json", {**payload, "complete": len(results) == len(rungs), "rungs": results,
+                                            "summary": summary})
     write_chart(out / "bench.png", results, f"{config.model} on {gpu_name}")
     print(render(results, summary))
     print(f"wrote {out / 'bench.json'} and {out / 'bench.png'}")
