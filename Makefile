@@ -35,14 +35,14 @@ build-%: venv ## build one variant from the official images, e.g. make build-cu1
 build-all: venv ## build every variant in docker/variants.toml
 	$(PUDEV) build all
 
-build-local: venv host-setup standins ## build cu121 from stand-ins (no registry or NVIDIA access needed)
-	$(PUDEV) build --profile local
+build-local: venv host-setup standins ## build every stand-in profile (no registry or NVIDIA access needed)
+	@for profile in $$($(PUDEV) profiles); do $(PUDEV) build --profile $$profile || exit 1; done
 
 test-%: venv ## run the in-image test suite on a built variant, e.g. make test-cu121
 	$(PUDEV) test $*
 
-test-local: venv ## run the in-image test suite on the stand-in build
-	$(PUDEV) test --profile local
+test-local: venv ## run the in-image test suite on every stand-in build
+	@for profile in $$($(PUDEV) profiles); do $(PUDEV) test --profile $$profile || exit 1; done
 
 test: venv host-setup ## every test: lint gates, unit, and e2e (real engine, real image build)
 	$(PYTEST)
@@ -56,14 +56,17 @@ unit: venv ## host unit tests only (no engine)
 e2e: venv host-setup ## end-to-end tests only (real engine)
 	$(PYTEST) tests/e2e
 
-lock: venv ## regenerate requirements/lock/*.txt (hashed, per variant)
-	$(PUDEV) lock
+lock: venv ## regenerate the locks: each variant's against its base, each profile's against its stand-in
+	$(PUDEV) lock all
+	@for profile in $$($(PUDEV) profiles); do $(PUDEV) lock --profile $$profile || exit 1; done
 
 standins: venv ## build the stand-in images (idempotent)
 	$(PUDEV) standins
 
-bench-build: venv host-setup standins ## time cold and incremental stand-in builds (reports/bench-build.json)
-	$(PUDEV) bench-build $(if $(COMPARE),--compare $(COMPARE))
+bench-build: venv host-setup standins ## time cold and incremental builds of every profile (reports/bench-build-*.json)
+	@for profile in $$($(PUDEV) profiles); do \
+		$(PUDEV) bench-build --profile $$profile --out reports/bench-build-$$profile.json \
+			$(if $(COMPARE),--compare $(COMPARE)/bench-build-$$profile.json) || exit 1; done
 
 clean: ## remove the virtual environment and the locally built images (keeps stand-ins)
 	-$(PUDEV) clean 2>/dev/null

@@ -43,9 +43,14 @@ toolkit=${toolkit:-$cuda}
 max_gcc=$(sed -n 's/.*gcc versions later than \([0-9]*\) are not supported.*/\1/p' \
     "$CUDA_HOME"/include/crt/host_config.h 2>/dev/null | head -n 1)
 max_gcc=${max_gcc:-$(g++ -dumpversion 2>/dev/null | cut -d. -f1)}
-"$python" -m pudev.image.record write "$PUDEV_RECORD" --lock requirements/lock/cu121.txt --variant device \
-    --image device --torch "$torch" --cuda "$cuda" --python "$pyversion" --default-toolkit "$toolkit" \
-    --arch-list device --mirror none --build-mirror none --user "$(id -un)" --toolkit "$toolkit:${max_gcc:-0}" \
+# This GPU's architecture, and the C++ standard this torch builds extensions with (C++20 from 2.12).
+arch=$("$python" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability() if torch.cuda.is_available() else "8.0")')
+cxx=$("$python" -c 'import torch; v = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]); print("c++20" if v >= (2, 12) else "c++17")')
+: > "$work/no-lock.txt"  # the machine's packages are its own: nothing was installed from a lock
+"$python" -m pudev.image.record write "$PUDEV_RECORD" --lock "$work/no-lock.txt" --base-packages "$work/no-lock.txt" \
+    --variant device --image device --torch "$torch" --cuda "$cuda" --python "$pyversion" \
+    --default-toolkit "$toolkit" --arch-list "$arch" --cxx-standard "$cxx" --mirror none --build-mirror none \
+    --user "$(id -un)" --toolkit "$toolkit:${max_gcc:-0}:$arch" \
     > /dev/null || { echo "gpu-check: could not write the device record" >&2; exit 1; }
 
 failed=""

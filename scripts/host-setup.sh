@@ -1,7 +1,9 @@
 #!/bin/sh
 # Bring up what the full test run needs on this host, idempotently:
 #   tools   debootstrap (OS stand-in), shellcheck (lint gate),
-#           docker-registry (local registry for publish tests), the Docker engine
+#           docker-registry (local registry for publish tests), the Docker engine,
+#           docker-compose and the Dev Containers CLI (the real clients of the
+#           compose file and the devcontainer)
 #   engine  a running Docker daemon (started in the background when none answers)
 #   tidy    drop pudev's replaced images and cap BuildKit's cache (PUDEV_BUILD_CACHE_KEEP,
 #           default 25GB) so repeated runs keep their cache without filling the disk
@@ -20,15 +22,32 @@ ensure_tools() {
     command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
     command -v docker-registry >/dev/null 2>&1 || missing="$missing docker-registry"
     command -v dockerd >/dev/null 2>&1 || missing="$missing docker.io"
-    [ -z "$missing" ] && return 0
-    if ! is_root_debian; then
-        say "missing:$missing; install them with: sudo apt-get install -y$missing"
+    command -v docker-compose >/dev/null 2>&1 || missing="$missing docker-compose"
+    command -v npm >/dev/null 2>&1 || missing="$missing npm"
+    if [ -n "$missing" ]; then
+        if ! is_root_debian; then
+            say "missing:$missing; install them with: sudo apt-get install -y$missing"
+            return 1
+        fi
+        say "installing$missing"
+        DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
+        # shellcheck disable=SC2086  # $missing is a list of package names.
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null
+    fi
+    ensure_devcontainer_cli
+}
+
+DEVCONTAINER_CLI_VERSION=0.89.0
+ensure_devcontainer_cli() {
+    if [ "$(devcontainer --version 2>/dev/null)" = "$DEVCONTAINER_CLI_VERSION" ]; then
+        return 0
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        say "missing: the Dev Containers CLI; install it with: sudo npm install -g @devcontainers/cli@$DEVCONTAINER_CLI_VERSION"
         return 1
     fi
-    say "installing$missing"
-    DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
-    # shellcheck disable=SC2086  # $missing is a list of package names.
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null
+    say "installing @devcontainers/cli@$DEVCONTAINER_CLI_VERSION (npm registry)"
+    npm install --global --no-fund --no-audit "@devcontainers/cli@$DEVCONTAINER_CLI_VERSION" >/dev/null
 }
 
 engine_up() {

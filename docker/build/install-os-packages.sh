@@ -1,17 +1,18 @@
 #!/bin/sh
 # Add what the runtime bases lack: compilers (plus an older g++ where a toolkit's
 # nvcc refuses the default one), build tools, zsh and tini.
-# Usage: install-os-packages.sh BUILD_MIRROR MAX_GCC [MAX_GCC...]
+# Usage: install-os-packages.sh BUILD_MIRROR CXX_STANDARD MAX_GCC [MAX_GCC...]
 # Needs PYTHONPATH to hold pudev (bind-mounted) for the mirror steps.
 set -eu
 build_mirror=$1
-shift
+cxx_standard=$2
+shift 2
 sources=$(mktemp -d)
 trap 'rm -rf "$sources"' EXIT
 
 # Keep the base's sources for `pudev mirror none`; download through BUILD_MIRROR.
-python -m pudev.mirror save-originals
-python -m pudev.mirror build-sources "$build_mirror" "$sources"
+python3 -m pudev.mirror save-originals
+python3 -m pudev.mirror build-sources "$build_mirror" "$sources"
 # shellcheck disable=SC2086  # PUDEV_APT_CA_OPTIONS holds several words on purpose.
 set -- "$@" -- -o "Dir::Etc::SourceList=$sources/sources.list" \
     -o "Dir::Etc::SourceParts=$sources/sources.list.d" ${PUDEV_APT_CA_OPTIONS:-}
@@ -35,3 +36,17 @@ apt-get "$@" -q install -y --no-install-recommends \
     g++ $extra make ninja-build cmake git curl ca-certificates unzip less nano procps openssh-client \
     zsh zsh-syntax-highlighting zsh-autosuggestions tini
 rm -rf /var/log/apt/* /var/log/dpkg.log /var/cache/debconf/*-old
+
+# torch's extensions compile with CXX_STANDARD (c++20 from torch 2.12): the default g++ must take it.
+probe=$(mktemp -d)
+printf '#include <version>\n#if __cplusplus < 202002L && defined(PUDEV_NEED_20)\n#error\n#endif\nint main() {}\n' \
+    > "$probe/probe.cpp"
+need=""
+[ "$cxx_standard" = "c++17" ] || need="-DPUDEV_NEED_20"
+if ! g++ "-std=$cxx_standard" ${need:+"$need"} "$probe/probe.cpp" -o "$probe/probe"; then
+    echo "install-os-packages: the default g++ ($(g++ -dumpversion)) does not accept -std=$cxx_standard," \
+        "which torch's C++ extensions use; choose a base whose g++ does (gcc 11 or newer for c++20)" >&2
+    exit 1
+fi
+rm -rf "$probe"
+echo "install-os-packages: g++ $(g++ -dumpversion) accepts -std=$cxx_standard"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-MATH_LIBRARIES = ("cublas", "cublasLt", "cufft", "cufftw", "curand", "cusolver", "cusparse", "nvjitlink")
+MATH_LIBRARIES = ("cublas", "cublasLt", "cufft", "cufftw", "curand", "cusolver", "cusparse", "nvJitLink")
 
 
 def torch_library_dirs() -> list[Path]:

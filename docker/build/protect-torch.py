@@ -1,9 +1,9 @@
 """Build guard and torch protection, run first in the final stage.
 
-Fails the build unless the base holds a CUDA build of torch with the variant's
-torch and CUDA versions, then writes the constraints file that keeps every later
+Fails the build unless the base holds the variant's Python and a CUDA build of
+torch with the variant's torch and CUDA versions, then writes the constraints file that keeps every later
 pip install (build and run time) from replacing torch, torchvision or torchaudio.
-Usage: python protect-torch.py TORCH_VERSION CUDA_VERSION CONSTRAINTS_FILE
+Usage: python3 protect-torch.py TORCH_VERSION CUDA_VERSION PYTHON_VERSION CONSTRAINTS_FILE
 """
 
 import sys
@@ -19,7 +19,11 @@ def fail(message: str) -> None:
 
 
 def main() -> None:
-    want_torch, want_cuda, constraints = sys.argv[1:4]
+    want_torch, want_cuda, want_python, constraints = sys.argv[1:5]
+    have_python = "%d.%d" % sys.version_info[:2]
+    if have_python != want_python:
+        fail(f"the base's Python is {have_python}, the variant promises {want_python} "
+             "(fix field 'python' in docker/variants.toml, or override with --set python=)")
     try:
         import torch
     except ImportError as error:

@@ -14,8 +14,9 @@ before=$(du -sm "$top" | cut -f1)
 find "$top/" \( -type f -o -type l \) -name '*.a' ! -name libcudart_static.a ! -name libcudadevrt.a -delete
 # Math libraries: torch ships its own copies (the image links the matching major
 # version's names to them); their headers stay so extensions compile.
+# The profiler's host libraries (libnvperf) serve Nsight, which the image does not ship.
 for pattern in 'libcublas*.so*' 'libcufft*.so*' 'libcurand*.so*' 'libcusolver*.so*' 'libcusparse*.so*' \
-    'libnpp*.so*' 'libnvjpeg*.so*' 'libnvblas*.so*' 'libcufile*.so*'; do
+    'libnpp*.so*' 'libnvjpeg*.so*' 'libnvblas*.so*' 'libcufile*.so*' 'libnvJitLink*.so*' 'libnvperf*.so*'; do
     find "$top/" \( -type f -o -type l \) -name "$pattern" -delete
 done
 # Documentation, samples, profilers' GUIs and GPUDirect Storage tools.

@@ -1,13 +1,15 @@
 #!/bin/sh
-# Assemble a complete CUDA toolkit tree from NVIDIA's pip wheels plus NVIDIA's
-# compiler programs as repackaged by Debian (recipe: toolkit-standins.md).
-# Usage: assemble-toolkit.sh VERSION WHEEL_DIR DEB_DIR
+# Assemble a complete CUDA toolkit tree from NVIDIA's pip wheels, plus (for 11.x
+# and 12.x, whose nvcc wheels hold only ptxas) NVIDIA's compiler programs as
+# repackaged by Debian (recipe: toolkit-standins.md). CUDA 13 wheels carry the
+# whole compiler in one nvidia/cu13 tree, so DEB_DIR is then left empty.
+# Usage: assemble-toolkit.sh VERSION WHEEL_DIR [DEB_DIR]
 # Produces /usr/local/cuda-VERSION laid out like NVIDIA's devel images.
 set -eu
 
 version=$1
 wheels=$2
-debs=$3
+debs=${3:-}
 top=${TOOLKIT_ROOT:-/usr/local}/cuda-$version
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -22,50 +24,63 @@ done
 find "$work/wheels" -name '__init__.py' -delete
 find "$work/wheels" -name '__pycache__' -prune -exec rm -rf {} +
 
-for component in "$work"/wheels/nvidia/*/; do
-    name=$(basename "$component")
-    case $name in
-        cuda_cupti)
-            # CUPTI and the sanitizer carry generated headers whose names
-            # clash with the runtime's, so they keep their own folders.
-            cp -a "$component/include/." "$top/extras/CUPTI/include/"
-            cp -a "$component/lib/." "$top/extras/CUPTI/lib64/" ;;
-        cuda_sanitizer_api)
-            cp -a "$component/." "$top/compute-sanitizer/" ;;
-        cuda_nvcc)
-            cp -a "$component/bin/ptxas" "$top/bin/"
-            cp -a "$component/include/." "$top/include/"
-            for part in include lib64 libdevice; do
-                mkdir -p "$top/nvvm/$part"
-                cp -a "$component/nvvm/$part/." "$top/nvvm/$part/"
-            done ;;
-        *)
-            if [ -d "$component/include" ]; then cp -a "$component/include/." "$top/include/"; fi
-            if [ -d "$component/lib" ]; then cp -a "$component/lib/." "$top/lib64/"; fi ;;
-    esac
-done
+if [ -d "$work/wheels/nvidia/cu${version%%.*}" ]; then
+    # CUDA 13+: one tree (bin with nvcc, include, lib, nvvm) holding every component.
+    cp -a "$work/wheels/nvidia/cu${version%%.*}/." "$top/"
+    rm -rf "${top:?}/lib64"
+    mv "$top/lib" "$top/lib64"
+    mkdir -p "$top/nvvm/lib64" "$top/lib64/stubs"
+    for library in "$top"/lib64/libnvvm.so*; do  # where NVIDIA's toolkits keep it
+        if [ -e "$library" ]; then mv "$library" "$top/nvvm/lib64/"; fi
+    done
+else
+    for component in "$work"/wheels/nvidia/*/; do
+        name=$(basename "$component")
+        case $name in
+            cuda_cupti)
+                # CUPTI and the sanitizer carry generated headers whose names
+                # clash with the runtime's, so they keep their own folders.
+                cp -a "$component/include/." "$top/extras/CUPTI/include/"
+                cp -a "$component/lib/." "$top/extras/CUPTI/lib64/" ;;
+            cuda_sanitizer_api)
+                cp -a "$component/." "$top/compute-sanitizer/" ;;
+            cuda_nvcc)
+                cp -a "$component/bin/ptxas" "$top/bin/"
+                cp -a "$component/include/." "$top/include/"
+                for part in include lib64 libdevice; do
+                    mkdir -p "$top/nvvm/$part"
+                    cp -a "$component/nvvm/$part/." "$top/nvvm/$part/"
+                done ;;
+            *)
+                if [ -d "$component/include" ]; then cp -a "$component/include/." "$top/include/"; fi
+                if [ -d "$component/lib" ]; then cp -a "$component/lib/." "$top/lib64/"; fi ;;
+        esac
+    done
+fi
 
-# 2. The compiler driver and its helpers from Debian's nvidia-cuda-toolkit.
-dpkg-deb -x "$debs"/nvidia-cuda-toolkit_*.deb "$work/toolkit"
-cp -a "$work/toolkit/usr/lib/nvidia-cuda-toolkit/bin/nvcc" "$top/bin/"
-cp -a "$work/toolkit/usr/lib/nvidia-cuda-toolkit/bin/cicc" "$top/nvvm/bin/"
-cp -a "$work/toolkit/usr/lib/nvidia-cuda-toolkit/bin/crt/link.stub" \
-    "$work/toolkit/usr/lib/nvidia-cuda-toolkit/bin/crt/prelink.stub" "$top/bin/crt/"
-for program in cudafe++ fatbinary nvlink bin2c nvprune cuobjdump cu++filt nvdisasm; do
-    cp -a "$work/toolkit/usr/bin/$program" "$top/bin/"
-done
+# 2. The compiler driver and its helpers from Debian's nvidia-cuda-toolkit (11.x and 12.x).
+if [ -n "$debs" ]; then
+    dpkg-deb -x "$debs"/nvidia-cuda-toolkit_*.deb "$work/toolkit"
+    cp -a "$work/toolkit/usr/lib/nvidia-cuda-toolkit/bin/nvcc" "$top/bin/"
+    cp -a "$work/toolkit/usr/lib/nvidia-cuda-toolkit/bin/cicc" "$top/nvvm/bin/"
+    cp -a "$work/toolkit/usr/lib/nvidia-cuda-toolkit/bin/crt/link.stub" \
+        "$work/toolkit/usr/lib/nvidia-cuda-toolkit/bin/crt/prelink.stub" "$top/bin/crt/"
+    for program in cudafe++ fatbinary nvlink bin2c nvprune cuobjdump cu++filt nvdisasm; do
+        cp -a "$work/toolkit/usr/bin/$program" "$top/bin/"
+    done
 
-# 3. Static runtime pieces nvcc links by default, and the driver stub.
-dpkg-deb --fsys-tarfile "$debs"/nvidia-cuda-dev_*.deb | tar -x -C "$work" \
-    ./usr/lib/x86_64-linux-gnu/libcudart_static.a \
-    ./usr/lib/x86_64-linux-gnu/libcudadevrt.a \
-    ./usr/lib/x86_64-linux-gnu/libculibos.a \
-    ./usr/lib/x86_64-linux-gnu/stubs/libcuda.so
-cp -a "$work"/usr/lib/x86_64-linux-gnu/*.a "$top/lib64/"
-cp -a "$work/usr/lib/x86_64-linux-gnu/stubs/libcuda.so" "$top/lib64/stubs/"
+    # 3. Static runtime pieces nvcc links by default, and the driver stub.
+    dpkg-deb --fsys-tarfile "$debs"/nvidia-cuda-dev_*.deb | tar -x -C "$work" \
+        ./usr/lib/x86_64-linux-gnu/libcudart_static.a \
+        ./usr/lib/x86_64-linux-gnu/libcudadevrt.a \
+        ./usr/lib/x86_64-linux-gnu/libculibos.a \
+        ./usr/lib/x86_64-linux-gnu/stubs/libcuda.so
+    cp -a "$work"/usr/lib/x86_64-linux-gnu/*.a "$top/lib64/"
+    cp -a "$work/usr/lib/x86_64-linux-gnu/stubs/libcuda.so" "$top/lib64/stubs/"
+fi
 
 # 4. NVIDIA's standard nvcc.profile: everything relative to the toolkit root.
-cat > "$top/bin/nvcc.profile" <<'PROFILE'
+[ -f "$top/bin/nvcc.profile" ] || cat > "$top/bin/nvcc.profile" <<'PROFILE'
 
 TOP              = $(_HERE_)/..
 

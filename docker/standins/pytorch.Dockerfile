@@ -1,4 +1,4 @@
-# Stand-in for pytorch/pytorch:*-runtime: the same layout (Python with its headers under /opt/conda,
+# Stand-in for pytorch/pytorch:2.5.1-*-runtime (up to 2.9): the same layout (Python with its headers under /opt/conda,
 # WORKDIR /workspace, NVIDIA_* environment, no compiler, no /usr/local/cuda) with
 # real CUDA builds of torch and torchvision from the default package index.
 # Built by `pudev standins` for machines that cannot reach Docker Hub; never published.
@@ -8,6 +8,7 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ARG PYTHON_VERSION
 ARG TORCH_VERSION
 ARG TORCHVISION_VERSION
+ARG TORCH_CUDA
 
 RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
     --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
@@ -24,6 +25,8 @@ ENV PATH=/opt/conda/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbi
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=secret,id=ca \
     --mount=type=bind,source=docker/build/with-ca.sh,target=/usr/local/sbin/with-ca \
-    sh /usr/local/sbin/with-ca pip install -q "torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}"
+    sh /usr/local/sbin/with-ca pip install -q "torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}" \
+    && python -c "import sys, torch; cuda = torch.version.cuda; print('torch', torch.__version__, 'CUDA', cuda); \
+sys.exit(0 if cuda == '${TORCH_CUDA}' else f'torch ${TORCH_VERSION} is built for CUDA {cuda}, not ${TORCH_CUDA}')"
 
 WORKDIR /workspace

@@ -1,6 +1,6 @@
 # Stand-in for nvidia/cuda:X.Y-devel: a complete CUDA toolkit in /usr/local/cuda-X.Y,
-# assembled from NVIDIA's pip wheels and Debian's packaging of NVIDIA's compiler
-# programs (toolkit-standins.md). Built by `pudev standins` for machines that
+# assembled from NVIDIA's pip wheels and (11.x, 12.x: DEB_SUITE set) Debian's
+# packaging of NVIDIA's compiler programs (toolkit-standins.md); 13.x from wheels alone. Built by `pudev standins` for machines that
 # cannot reach NVIDIA's registry; never published.
 ARG OS_IMAGE
 FROM ${OS_IMAGE}
@@ -24,8 +24,10 @@ RUN --mount=type=cache,target=/var/cache/pudev-standins \
     --mount=type=bind,source=docker/standins/assemble-toolkit.sh,target=/usr/local/sbin/assemble-toolkit \
     downloads=/var/cache/pudev-standins/cuda-${CUDA_VERSION} \
     && sh /usr/local/sbin/with-ca python3 -m pip download -q --no-cache-dir --only-binary=:all: --dest "$downloads/wheels" ${WHEELS} \
-    && sh /usr/local/sbin/with-ca sh /usr/local/sbin/fetch-debs "${DEB_SUITE}" "${DEB_TOOLKIT_VERSION}" "${DEB_DEV_VERSION}" "$downloads/debs" \
-    && sh /usr/local/sbin/assemble-toolkit "${CUDA_VERSION}" "$downloads/wheels" "$downloads/debs" \
+    && if [ -n "${DEB_SUITE}" ]; then \
+        sh /usr/local/sbin/with-ca sh /usr/local/sbin/fetch-debs "${DEB_SUITE}" "${DEB_TOOLKIT_VERSION}" \
+            "${DEB_DEV_VERSION}" "$downloads/debs"; fi \
+    && sh /usr/local/sbin/assemble-toolkit "${CUDA_VERSION}" "$downloads/wheels" "${DEB_SUITE:+$downloads/debs}" \
     && ln -s "cuda-${CUDA_VERSION}" /usr/local/cuda
 
 ENV CUDA_VERSION=${CUDA_VERSION} \

@@ -2,7 +2,9 @@
 
 The session brings the engine up (scripts/host-setup.sh engine: installs and
 starts it when root on Debian/Ubuntu, otherwise says how), builds the stand-ins
-and the local profile (cu121 through the production Dockerfile), then tests it.
+and every stand-in profile through the production Dockerfile (`local`: the 2024
+line; `local-current`: today's), then tests them. Most behaviour tests run on
+`local`; the build and the in-image suite run on every profile.
 Without an engine these tests skip with the reason; PUDEV_REQUIRE_ENGINE=1 (set
 by .ci/run) turns that skip into a failure.
 """
@@ -14,9 +16,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from e2e_support import LocalImage, SuiteRun, run_pudev
+from e2e_support import LocalImage, Profiles, SuiteRun, run_pudev
 
-from pudev import engine
+from pudev.engine import docker
 from pudev.paths import REPO_ROOT
 
 
@@ -33,8 +35,8 @@ def docker_engine() -> str:
     if setup.returncode != 0:
         _skip_or_fail(f"no Docker engine: {setup.stderr.strip()}")
     try:
-        engine.require_daemon()
-        return engine.docker_cli()
+        docker.require_daemon()
+        return docker.docker_cli()
     except Exception as error:  # a PudevError naming the problem
         _skip_or_fail(f"no usable Docker engine: {error}")
         raise
@@ -46,23 +48,21 @@ def standins(docker_engine: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def local_image(standins: None) -> LocalImage:
-    """The local profile built through the production Dockerfile."""
-    result = run_pudev("build", "--profile", "local", timeout=5400, check=True)
-    tag = next(line.split()[2] for line in result.stdout.splitlines() if line.startswith("pudev: built "))
-    image_id = engine.image_id(tag)
-    assert image_id is not None
-    return LocalImage(tag=tag, image_id=image_id)
-
-
-@pytest.fixture(scope="session")
 def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("reports")
 
 
 @pytest.fixture(scope="session")
-def image_suite(local_image: LocalImage, report_dir: Path) -> SuiteRun:
-    """`pudev test --profile local` once per session: the in-image suite in a fresh container."""
-    junit = report_dir / "image-suite.xml"
-    result = run_pudev("test", "--profile", "local", "--junit", str(junit), timeout=3600)
-    return SuiteRun(returncode=result.returncode, junit=junit, output=result.stdout[-8000:] + result.stderr[-3000:])
+def profiles(standins: None, report_dir: Path) -> Profiles:
+    return Profiles(report_dir)
+
+
+@pytest.fixture(scope="session")
+def local_image(profiles: Profiles) -> LocalImage:
+    """The 2024 line's stand-in build, where the behaviour tests run."""
+    return profiles.image("local")
+
+
+@pytest.fixture(scope="session")
+def image_suite(profiles: Profiles) -> SuiteRun:
+    return profiles.suite("local")

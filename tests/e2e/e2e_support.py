@@ -9,6 +9,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from pudev.config.model import Variant
+from pudev.config.selection import Selection, resolve
+from pudev.engine import docker
 from pudev.paths import REPO_ROOT
 
 PUDEV = [sys.executable, "-m", "pudev.cli"]
@@ -45,3 +48,42 @@ def build_context_copy(tmp_path: Path) -> Path:
         shutil.copytree(REPO_ROOT / relative, root / relative, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO_ROOT / ".dockerignore", root / ".dockerignore")
     return root
+
+
+def profile_variant(profile: str) -> Variant:
+    """The variant a stand-in profile builds, with the profile applied."""
+    (variant,) = resolve(Selection(profile=profile)).variants
+    return variant
+
+
+def lock_in(root: Path, profile: str) -> Path:
+    """The profile's lock file inside a build-context copy."""
+    return root / "requirements/lock" / f"{profile_variant(profile).lock}.txt"
+
+
+class Profiles:
+    """Each stand-in profile built once and its in-image suite run once, when a test first needs it."""
+
+    def __init__(self, reports: Path) -> None:
+        self.reports = reports
+        self.images: dict[str, LocalImage] = {}
+        self.suites: dict[str, SuiteRun] = {}
+
+    def image(self, profile: str) -> LocalImage:
+        if profile not in self.images:
+            result = run_pudev("build", "--profile", profile, timeout=5400, check=True)
+            tag = next(line.split()[2] for line in result.stdout.splitlines() if line.startswith("pudev: built "))
+            image_id = docker.image_id(tag)
+            assert image_id is not None
+            self.images[profile] = LocalImage(tag=tag, image_id=image_id)
+        return self.images[profile]
+
+    def suite(self, profile: str) -> SuiteRun:
+        """`pudev test --profile P`: the in-image suite in a fresh container."""
+        if profile not in self.suites:
+            self.image(profile)
+            junit = self.reports / f"image-suite-{profile}.xml"
+            result = run_pudev("test", "--profile", profile, "--junit", str(junit), timeout=3600)
+            self.suites[profile] = SuiteRun(returncode=result.returncode, junit=junit,
+                                            output=result.stdout[-8000:] + result.stderr[-3000:])
+        return self.suites[profile]

@@ -3,23 +3,21 @@ switching, host UID mapping, cleanliness as root, and layer waste."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
-from e2e_support import LocalImage
+from e2e_support import LocalImage, profile_variant
 
-from pudev import engine
-from pudev.layers import base_layer_count, find_waste, read_layers
-from pudev.matrix import load_matrix
-from pudev.paths import STANDINS_FILE, VARIANTS_FILE
-from pudev.profiles import load_profile
+from pudev.engine import docker
+from pudev.engine.layers import base_layer_count, find_waste, read_layers
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
 
 def _run_root(image: LocalImage, script: str, *options: str) -> str:
-    return engine.run(["run", "--rm", "--user", "0", *options, image.tag, "sh", "-c", script], timeout=600).stdout
+    return docker.run(["run", "--rm", "--user", "0", *options, image.tag, "sh", "-c", script], timeout=600).stdout
 
 
 def test_apt_mirror_switch_as_root_and_back(local_image: LocalImage) -> None:
@@ -51,18 +49,41 @@ def test_host_uid_mapping_for_bind_mounts(local_image: LocalImage, tmp_path: Pat
 
 
 def test_no_caches_anywhere_when_checked_as_root(local_image: LocalImage) -> None:
-    result = engine.run(["run", "--rm", "--user", "0", local_image.tag, "pudev", "selftest", "--",
+    result = docker.run(["run", "--rm", "--user", "0", local_image.tag, "pudev", "selftest", "--",
                          "-q", "-k", "test_no_cache_files_in_the_image"], check=False, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:]
     assert "1 passed" in result.stdout
 
 
 def test_no_layer_adds_what_a_later_layer_deletes_or_overwrites(local_image: LocalImage) -> None:
-    profile = load_profile(STANDINS_FILE, "local")
-    base = load_matrix(VARIANTS_FILE, {profile.variant: profile.overrides}).get(profile.variant).base_image
+    base = profile_variant("local").base_image
     layers = read_layers(local_image.tag)
     first_own = base_layer_count(base)
     assert len(layers) > first_own
     waste = find_waste(layers, first_own, threshold=1_000_000)
     assert not waste, [f"{w.path} ({w.size} B) added in layer {w.added_in}, {w.how} in {w.undone_in}"
                        for w in waste[:10]]
+
+
+def test_login_shells_keep_the_environment_as_root(local_image: LocalImage) -> None:
+    result = docker.run(["run", "--rm", "--user", "0", local_image.tag, "pudev", "selftest", "--", "-q",
+                         "-k", "login_shell"], check=False, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert " passed" in result.stdout and not any(word in result.stdout for word in ("failed", "skipped", "error"))
+
+
+def test_a_deleted_toolkit_is_missing_everywhere(local_image: LocalImage) -> None:
+    """Delete the default toolkit for real: cuda-switch lists it missing and refuses it, and
+    verify's advice (pick an installed toolkit with cuda-switch --list) holds."""
+    record = json.loads(docker.run(["run", "--rm", local_image.tag, "pudev", "record"]).stdout)
+    default = record["default_toolkit"]
+    other = next(t["version"] for t in record["toolkits"] if t["version"] != default)
+    out = _run_root(local_image, f"rm -rf /usr/local/cuda-{default}; cuda-switch --list 2>&1; "
+                                 f"echo ===; cuda-switch {default} 2>&1; echo rc=$?; echo ===; pudev verify --cpu; "
+                                 "echo rc=$?")
+    listed, switched, verified = out.split("===\n")
+    assert f"{default}  /usr/local/cuda-{default}  [missing: no /usr/local/cuda-{default}/bin/nvcc]" in listed
+    assert f"switch to an installed one: {other}" in listed
+    assert f"CUDA {default} was built into this image but" in switched and "rc=2" in switched
+    assert f"no toolkit at CUDA_HOME='/usr/local/cuda-{default}'" in verified
+    assert "run `cuda-switch --list` and pick an installed toolkit" in verified and "rc=1" in verified

@@ -17,17 +17,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e_support import PUDEV, LocalImage, build_context_copy, run_pudev
+from e2e_support import PUDEV, LocalImage, build_context_copy, lock_in, profile_variant, run_pudev
 
-from pudev import engine
-from pudev.cabundle import resolve_ca_bundle
-from pudev.containers import TRACKED_LABEL
-from pudev.layers import read_layers
+from pudev.build.cabundle import resolve_ca_bundle
+from pudev.engine import docker
+from pudev.engine.containers import TRACKED_LABEL
+from pudev.engine.layers import read_layers
 from pudev.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 FAULT_IMAGE = "pudev-fault/pytorch-universal-dev"
-FAULT_TAG = f"{FAULT_IMAGE}:cu121"
+FAULT_TAG = f"{FAULT_IMAGE}:{profile_variant('local').name}"
 # A different arch list changes an ENV early in the final stage, so the OS-package and
 # requirements steps (the ones that mount the CA secret) really run again.
 FAULT_BUILD = ["build", "--profile", "local", "--set", f"image={FAULT_IMAGE}", "--set", "cuda_arch_list=8.0;9.0"]
@@ -59,11 +59,11 @@ def unique_ca_bundle(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, st
 @pytest.fixture(scope="module")
 def fault_image_cleanup(docker_engine: str) -> Iterator[None]:
     yield
-    engine.run(["rmi", FAULT_TAG], check=False)
+    docker.run(["rmi", FAULT_TAG], check=False)
 
 
 def _containers() -> set[str]:
-    return set(engine.run(["ps", "-aq"]).stdout.split())
+    return set(docker.run(["ps", "-aq"]).stdout.split())
 
 
 def _final_steps(log: str, status: str) -> set[str]:
@@ -78,7 +78,7 @@ def _final_steps(log: str, status: str) -> set[str]:
 def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
         local_image: LocalImage, unique_ca_bundle: tuple[Path, str], fault_image_cleanup: None) -> None:
     bundle, _ = unique_ca_bundle
-    engine.run(["rmi", FAULT_TAG], check=False)
+    docker.run(["rmi", FAULT_TAG], check=False)
     before = _containers()
     build = fresh_build()
     process = subprocess.Popen([*PUDEV, *build, "--ca-bundle", str(bundle)], cwd=REPO_ROOT,
@@ -99,9 +99,9 @@ def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
     interrupted_log = "".join(lines)
     assert process.returncode == 130, interrupted_log[-3000:]
     assert "interrupted: no tag was created or moved" in interrupted_log
-    assert engine.image_id(FAULT_TAG) is None
+    assert docker.image_id(FAULT_TAG) is None
     assert _containers() == before
-    docker_root = engine.run(["info", "--format", "{{.DockerRootDir}}"]).stdout.strip()
+    docker_root = docker.run(["info", "--format", "{{.DockerRootDir}}"]).stdout.strip()
     runc_root = Path(docker_root) / "buildkit" / "executor"
     if runc_root.exists():
         leftovers = subprocess.run(["runc", "--root", str(runc_root), "list", "-q"], capture_output=True, text=True,
@@ -112,13 +112,13 @@ def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
     assert rerun.returncode == 0, rerun.stdout[-3000:]
     cached = _final_steps(rerun.stdout, "CACHED")
     assert _final_steps(interrupted_log, "DONE") <= cached, "steps done before the interrupt must be reused"
-    assert engine.image_id(FAULT_TAG) is not None
+    assert docker.image_id(FAULT_TAG) is not None
 
 
 def test_no_secret_material_in_any_layer(unique_ca_bundle: tuple[Path, str]) -> None:
     _, needle = unique_ca_bundle
-    assert engine.image_id(FAULT_TAG), "built by the previous test with the bundle as a secret"
-    process = subprocess.Popen([engine.docker_cli(), "save", FAULT_TAG], stdout=subprocess.PIPE)
+    assert docker.image_id(FAULT_TAG), "built by the previous test with the bundle as a secret"
+    process = subprocess.Popen([docker.docker_cli(), "save", FAULT_TAG], stdout=subprocess.PIPE)
     assert process.stdout is not None
     found = []
     with tarfile.open(fileobj=process.stdout, mode="r|") as archive:
@@ -145,10 +145,10 @@ def test_two_builds_at_once_serialise(fault_image_cleanup: None) -> None:
                               stderr=subprocess.PIPE, text=True)
     outputs = [process.communicate(timeout=1800) for process in (first, second)]
     assert first.returncode == 0 and second.returncode == 0, outputs
-    assert any("another build of pudev-fault/pytorch-universal-dev:cu121 is running" in err for _, err in outputs)
+    assert any(f"another build of {FAULT_TAG} is running" in err for _, err in outputs)
     built = {re.search(r"built \S+ \((\w+)\)", out).group(1) for out, _ in outputs}  # type: ignore[union-attr]
     assert len(built) == 1
-    assert (engine.image_id(FAULT_TAG) or "")[7:19] in built
+    assert (docker.image_id(FAULT_TAG) or "")[7:19] in built
 
 
 def _build_in(root: Path) -> subprocess.CompletedProcess[str]:
@@ -156,24 +156,23 @@ def _build_in(root: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_unresolvable_requirement_names_the_package_and_keeps_tags(tmp_path: Path) -> None:
-    good = engine.image_id(FAULT_TAG)
+    good = docker.image_id(FAULT_TAG)
     assert good is not None
     root = build_context_copy(tmp_path)
-    lock = root / "requirements/lock/cu121.txt"
+    lock = lock_in(root, "local")
     lock.write_text(re.sub(r"^tqdm==\S+", "tqdm==99.0.0", lock.read_text(), flags=re.MULTILINE))
     result = _build_in(root)
     assert result.returncode != 0
     first_line = result.stderr.strip().splitlines()[0]
-    assert first_line.startswith("pudev: error: build of pudev-fault/pytorch-universal-dev:cu121 failed in stage "
-                                 "'final'"), first_line
+    assert first_line.startswith(f"pudev: error: build of {FAULT_TAG} failed in stage 'final'"), first_line
     assert "tqdm==99.0.0" in result.stderr
-    assert engine.image_id(FAULT_TAG) == good
+    assert docker.image_id(FAULT_TAG) == good
 
 
 def test_tampered_lock_hash_fails_with_a_hash_error(tmp_path: Path) -> None:
-    good = engine.image_id(FAULT_TAG)
+    good = docker.image_id(FAULT_TAG)
     root = build_context_copy(tmp_path)
-    lock = root / "requirements/lock/cu121.txt"
+    lock = lock_in(root, "local")
     text = lock.read_text()
     block = re.search(r"^tqdm==\S+ \\\n(?:\s+--hash=sha256:\w+(?: \\)?\n)+", text, re.MULTILINE)
     assert block is not None
@@ -186,7 +185,7 @@ def test_tampered_lock_hash_fails_with_a_hash_error(tmp_path: Path) -> None:
     message = result.stderr.lower()
     assert "hash mismatch" in message or "do not match the hashes" in message, result.stderr[-2000:]
     assert "tqdm" in message
-    assert engine.image_id(FAULT_TAG) == good
+    assert docker.image_id(FAULT_TAG) == good
 
 
 def test_test_run_past_its_timeout_is_stopped_and_removed(local_image: LocalImage) -> None:
@@ -196,7 +195,7 @@ def test_test_run_past_its_timeout_is_stopped_and_removed(local_image: LocalImag
     assert result.returncode != 0
     assert "did not finish within 8 s; the container was removed" in result.stderr
     assert time.monotonic() - started < 120
-    assert not engine.run(["ps", "-aq", "--filter", f"label={TRACKED_LABEL}"]).stdout.split()
+    assert not docker.run(["ps", "-aq", "--filter", f"label={TRACKED_LABEL}"]).stdout.split()
 
 
 def _stop_daemon() -> None:
@@ -218,7 +217,7 @@ def test_daemon_stopped_during_a_test_run(local_image: LocalImage) -> None:
                                stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if engine.run(["ps", "-q", "--filter", f"label={TRACKED_LABEL}"], check=False).stdout.strip():
+        if docker.run(["ps", "-q", "--filter", f"label={TRACKED_LABEL}"], check=False).stdout.strip():
             break
         time.sleep(0.5)
     time.sleep(3)
@@ -233,4 +232,4 @@ def test_daemon_stopped_during_a_test_run(local_image: LocalImage) -> None:
                                text=True, check=False)
         assert setup.returncode == 0, setup.stderr
     time.sleep(2)
-    assert not engine.run(["ps", "-aq", "--filter", f"label={TRACKED_LABEL}"]).stdout.split()
+    assert not docker.run(["ps", "-aq", "--filter", f"label={TRACKED_LABEL}"]).stdout.split()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from e2e_support import LocalImage
 
-from pudev import engine
+from pudev.engine import docker
 from pudev.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
@@ -23,7 +23,7 @@ RETURNED_FILES = {"checks.log", "verify.json", "gpu-tests.log", "bench.log"}
 
 def _gpu_check(image: LocalImage, out: Path, budget_s: int) -> str:
     out.mkdir()
-    result = engine.run(["run", "--rm", "--user", "0", "--volume", f"{REPO_ROOT}:/src:ro", "--volume",
+    result = docker.run(["run", "--rm", "--user", "0", "--volume", f"{REPO_ROOT}:/src:ro", "--volume",
                          f"{out}:/out", "--workdir", "/src", "--env", "OUT=/out", "--env",
                          f"GPU_CHECK_SECONDS={budget_s}", image.tag, "sh", "scripts/gpu-check.sh"],
                         check=False, timeout=900)

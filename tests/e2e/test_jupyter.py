@@ -12,7 +12,7 @@ import pytest
 from e2e_support import LocalImage
 from jupyter_client_lite import JupyterServer, free_port, notebook
 
-from pudev.containers import TrackedContainer
+from pudev.engine.containers import TrackedContainer
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 HEALTH = "{{.State.Health.Status}}"
@@ -104,9 +104,9 @@ def test_docker_stop_ends_within_the_grace_period(local_image: LocalImage) -> No
     with container:
         assert container.wait_for(HEALTH, "healthy", timeout=180) == "healthy"
         started = time.monotonic()
-        from pudev import engine
+        from pudev.engine import docker
 
-        engine.run(["stop", "--time", "20", container.name], timeout=60)
+        docker.run(["stop", "--time", "20", container.name], timeout=60)
         elapsed = time.monotonic() - started
     assert elapsed < 10, f"docker stop took {elapsed:.1f} s: SIGTERM did not reach JupyterLab"
 

@@ -1,4 +1,5 @@
-"""The stand-in build of cu121, and the in-image suite run inside it."""
+"""Every stand-in profile built through the production Dockerfile, and the in-image
+suite run inside each: the 2024 line (`local`) and today's (`local-current`)."""
 
 from __future__ import annotations
 
@@ -8,42 +9,41 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from e2e_support import LocalImage, SuiteRun, build_context_copy, run_pudev
+from e2e_support import LocalImage, Profiles, build_context_copy, lock_in, profile_variant, run_pudev
 
-from pudev import engine
+from pudev.config.profiles import profile_names
+from pudev.engine import docker
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 CACHE_PROBE_IMAGE = "pudev-cacheprobe/pytorch-universal-dev"
+PROFILES = profile_names()
 
 
-def test_build_is_the_local_profile_of_cu121(local_image: LocalImage) -> None:
-    record = json.loads(engine.run(["run", "--rm", local_image.tag, "pudev", "record"]).stdout)
-    assert record["variant"] == "cu121" and record["cuda"] == "12.1" and record["torch"] == "2.4.1"
-    assert [t["version"] for t in record["toolkits"]] == ["11.8", "12.4"]
-    assert record["default_toolkit"] == "12.4"
+@pytest.mark.parametrize("profile", PROFILES)
+def test_the_image_records_the_variant_it_was_built_as(profiles: Profiles, profile: str) -> None:
+    variant = profile_variant(profile)
+    record = json.loads(docker.run(["run", "--rm", profiles.image(profile).tag, "pudev", "record"]).stdout)
+    assert (record["variant"], record["cuda"], record["torch"], record["python"]) == (
+        variant.name, variant.cuda, variant.torch, variant.python)
+    assert record["cxx_standard"] == variant.cxx_standard
+    assert record["default_toolkit"] == variant.default_toolkit
+    assert [(t["version"], t["arch_list"]) for t in record["toolkits"]] == [
+        (t.version, t.arch_list) for t in variant.toolkits]
+    inputs = record["inputs"]
+    assert inputs["base"]["source"] == variant.base_image and inputs["base"]["digest"].startswith("sha256:")
+    for toolkit in variant.toolkits:
+        assert inputs[f"toolkit {toolkit.version}"]["digest"].startswith("sha256:")
+    assert inputs["lock"]["source"] == f"requirements/lock/{variant.lock}.txt"
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}", inputs["lock"]["digest"])
+    assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", record["revision"])
 
 
-def test_another_variants_lock_leaves_this_build_cached(local_image: LocalImage, tmp_path: Path) -> None:
-    # A build-context copy whose cu118 lock is broken, built under its own name: cu121's
-    # package step must come from the cache (it would fail or rerun if it saw that lock).
-    root = build_context_copy(tmp_path)
-    other = root / "requirements/lock/cu118.txt"
-    other.write_text(re.sub(r"^tqdm==\S+", "tqdm==99.0.0", other.read_text(), flags=re.MULTILINE))
-    try:
-        log = run_pudev("build", "--profile", "local", "--set", f"image={CACHE_PROBE_IMAGE}",
-                        env={"PUDEV_ROOT": str(root)}, timeout=1800, check=True).stdout
-    finally:
-        engine.run(["rmi", f"{CACHE_PROBE_IMAGE}:cu121"], check=False)
-    package_steps = re.findall(r"^#(\d+) \[final\s+\d+/\d+\] RUN .*uv pip install", log, re.MULTILINE)
-    assert len(package_steps) == 1, log[-3000:]
-    assert f"#{package_steps[0]} CACHED" in log, log[-3000:]
-
-
-def test_image_suite_passes_and_only_gpu_checks_skip(image_suite: SuiteRun) -> None:
-    assert image_suite.returncode == 0, image_suite.output
-    cases = ElementTree.parse(image_suite.junit).getroot().iter("testcase")
+@pytest.mark.parametrize("profile", PROFILES)
+def test_image_suite_passes_and_only_gpu_checks_skip(profiles: Profiles, profile: str) -> None:
+    suite = profiles.suite(profile)
+    assert suite.returncode == 0, suite.output
     outcomes: dict[str, str] = {}
-    for case in cases:
+    for case in ElementTree.parse(suite.junit).getroot().iter("testcase"):
         name = f"{case.get('classname')}.{case.get('name')}"
         skipped = case.find("skipped")
         if skipped is not None:
@@ -60,14 +60,46 @@ def test_image_suite_passes_and_only_gpu_checks_skip(image_suite: SuiteRun) -> N
     assert all(outcome.startswith("skipped: ") and "no GPU visible" in outcome for outcome in gpu.values()), gpu
 
 
-def test_require_gpu_turns_gpu_skips_into_failures(local_image: LocalImage) -> None:
-    result = engine.run(["run", "--rm", "--env", "PUDEV_REQUIRE_GPU=1", local_image.tag, "pudev", "selftest", "--",
-                         "-k", "test_cuda_is_available", "-p", "no:randomly"], check=False, timeout=600)
+@pytest.mark.parametrize("profile", PROFILES)
+def test_require_gpu_turns_gpu_skips_into_failures(profiles: Profiles, profile: str) -> None:
+    result = docker.run(["run", "--rm", "--env", "PUDEV_REQUIRE_GPU=1", profiles.image(profile).tag, "pudev",
+                         "selftest", "--", "-k", "test_cuda_is_available", "-p", "no:randomly"], check=False,
+                        timeout=600)
     assert result.returncode == 1
     assert "PUDEV_REQUIRE_GPU=1 but no GPU visible" in result.stdout
 
 
-def test_pass_is_recorded_for_the_exact_image(local_image: LocalImage, image_suite: SuiteRun) -> None:
-    from pudev.testrun import has_passed
+def test_another_lock_leaves_this_build_cached(local_image: LocalImage, tmp_path: Path) -> None:
+    # A build-context copy in which another lock is broken, built under its own name: this
+    # profile's package step must come from the cache (it would fail or rerun if it saw that lock).
+    root = build_context_copy(tmp_path)
+    own = lock_in(root, "local")
+    other = next(path for path in sorted(own.parent.glob("*.txt")) if path not in (own, own.parent / "build-tools.txt"))
+    other.write_text(re.sub(r"^tqdm==\S+", "tqdm==99.0.0", other.read_text(), flags=re.MULTILINE))
+    try:
+        log = run_pudev("build", "--profile", "local", "--set", f"image={CACHE_PROBE_IMAGE}",
+                        env={"PUDEV_ROOT": str(root)}, timeout=1800, check=True).stdout
+    finally:
+        docker.run(["rmi", f"{CACHE_PROBE_IMAGE}:{profile_variant('local').name}"], check=False)
+    package_steps = re.findall(r"^#(\d+) \[final\s+\d+/\d+\] RUN .*uv pip install", log, re.MULTILINE)
+    assert len(package_steps) == 1, log[-3000:]
+    assert f"#{package_steps[0]} CACHED" in log, log[-3000:]
 
-    assert has_passed(local_image.image_id)
+
+def test_manifests_of_the_two_lines_differ_where_they_should(profiles: Profiles, tmp_path: Path) -> None:
+    """`pudev manifest --diff`: packages up- and downgraded, added, removed, and the base's digest."""
+    older, newer = PROFILES[0], PROFILES[-1]
+    for profile in (older, newer):
+        profiles.image(profile)
+        run_pudev("manifest", "--profile", profile, "--out", str(tmp_path / profile), check=True)
+    before = tmp_path / older / f"{profile_variant(older).name}.json"
+    after = tmp_path / newer / f"{profile_variant(newer).name}.json"
+    diff = run_pudev("manifest", "--diff", str(before), str(after), check=True).stdout
+    old, new = profile_variant(older), profile_variant(newer)
+    assert f"~ torch {old.torch} -> {new.torch}" in diff, diff
+    assert f"~ base {old.base_image}@" in diff and f"-> {new.base_image}@" in diff
+    for gone in set(old.toolkit_versions) - set(new.toolkit_versions):
+        assert f"- toolkit {gone} " in diff
+    for added in set(new.toolkit_versions) - set(old.toolkit_versions):
+        assert f"+ toolkit {added} " in diff
+    assert "pip packages:" in diff

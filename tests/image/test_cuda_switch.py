@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -76,6 +77,23 @@ def test_list_shows_state_and_compares_with_torch(record: ImageRecord) -> None:
         assert toolkit.path in result.stderr
     assert f"active: CUDA {record.default_toolkit}" in result.stderr
     assert _interactive("zsh", "cuda-switch").stderr == result.stderr
+
+
+def test_a_toolkit_gone_from_disk_is_shown_missing_and_refused(record: ImageRecord, tmp_path: Path) -> None:
+    """The record says what was built in; cuda-switch believes the disk (tests/e2e deletes one for real)."""
+    other = record.toolkit(_other(record))
+    data = json.loads(Path("/etc/pudev/image.json").read_text())
+    gone = tmp_path / f"cuda-{other.version}"
+    for toolkit in data["toolkits"]:
+        if toolkit["version"] == other.version:
+            toolkit["path"] = str(gone)
+    fake = tmp_path / "image.json"
+    fake.write_text(json.dumps(data))
+    listed = _interactive("bash", f"PUDEV_RECORD={fake} cuda-switch --list")
+    assert f"{other.version}  {gone}  [missing: no {gone}/bin/nvcc]" in listed.stderr
+    switched = _interactive("bash", f"PUDEV_RECORD={fake} cuda-switch {other.version}; echo rc=$?")
+    assert f"CUDA {other.version} was built into this image but {gone}/bin/nvcc is gone" in switched.stderr
+    assert "rc=2" in switched.stdout
 
 
 def test_unknown_version_lists_the_installed_ones(record: ImageRecord) -> None:

@@ -62,8 +62,25 @@ def test_default_toolkit_matches_torch_major_version(record: ImageRecord) -> Non
 
 
 def test_arch_list_set_for_builds_without_a_gpu(record: ImageRecord) -> None:
-    assert os.environ["TORCH_CUDA_ARCH_LIST"] == record.cuda_arch_list
-    assert re.fullmatch(r"\d+\.\d+(\+PTX)?(;\d+\.\d+(\+PTX)?)*", record.cuda_arch_list)
+    default = record.toolkit(record.default_toolkit)
+    assert os.environ["TORCH_CUDA_ARCH_LIST"] == record.cuda_arch_list == default.arch_list
+    assert re.fullmatch(r"\d+\.\d+[af]?(\+PTX)?(;\d+\.\d+[af]?(\+PTX)?)*", record.cuda_arch_list)
+
+
+@pytest.mark.parametrize("slot", [0, 1])
+def test_each_toolkits_arch_list_is_what_its_nvcc_compiles(record: ImageRecord, slot: int) -> None:
+    toolkit = record.toolkits[slot]
+    supported = set(_run(f"{toolkit.path}/bin/nvcc", "--list-gpu-arch").split())
+    for arch in toolkit.arch_list.split(";"):
+        wanted = "compute_" + arch.removesuffix("+PTX").replace(".", "")
+        assert wanted in supported, f"nvcc {toolkit.version} cannot compile {arch} ({sorted(supported)})"
+
+
+def test_the_default_gxx_takes_torchs_cxx_standard(record: ImageRecord, tmp_path: Path) -> None:
+    source = tmp_path / "standard.cpp"
+    minimum = {"c++17": 201703, "c++20": 202002, "c++23": 202302}[record.cxx_standard]
+    source.write_text(f"static_assert(__cplusplus >= {minimum}L);\nint main() {{ return 0; }}\n")
+    _run("g++", f"-std={record.cxx_standard}", "-o", str(tmp_path / "standard"), str(source))
 
 
 def test_each_toolkit_has_a_host_compiler_it_accepts(record: ImageRecord) -> None:

@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-
-from pudev.paths import VARIANTS_FILE
-
-
-@pytest.fixture
-def variants_text() -> str:
-    return VARIANTS_FILE.read_text()
+from matrices import WriteMatrix, write_matrix
 
 
 @pytest.fixture
-def write_variants(tmp_path: Path, variants_text: str):  # type: ignore[no-untyped-def]
-    """Write a variant file made from the real one with `replace` edits applied."""
+def matrix_file(tmp_path: Path) -> WriteMatrix:
+    """Write a variant file (the synthetic matrix unless `data` is given) and return its path."""
 
-    def write(*replacements: tuple[str, str], append: str = "") -> Path:
-        text = variants_text
-        for old, new in replacements:
-            assert old in text, old
-            text = text.replace(old, new, 1)
-        path = tmp_path / "variants.toml"
-        path.write_text(text + append)
-        return path
+    def write(data: dict[str, Any] | None = None, name: str = "variants.toml") -> Path:
+        return write_matrix(tmp_path / name, data)
 
     return write

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pudev.benchbuild import Measurement, rebuilt_steps, render
+from pudev.devtools.benchbuild import Measurement, rebuilt_steps, render
 
 LOG = """\
 #5 [final  1/17] FROM docker.io/pudev-standin/pytorch:2.4.1-cuda12.1

@@ -9,11 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import hcl2
 from ruamel.yaml import YAML
 
-from pudev.ciexport import bake_hcl, matrix_json
-from pudev.matrix import load_matrix
+from pudev.build.bake import CA_SECRET, bake_json
+from pudev.build.cimatrix import matrix_json
+from pudev.build.plan import build_args, local_tag
+from pudev.config.loader import load_matrix
 from pudev.paths import REPO_ROOT, VARIANTS_FILE
 
 WORKFLOWS = sorted((REPO_ROOT / ".github/workflows").glob("*.yml"))
@@ -49,23 +50,67 @@ def test_permissions_empty_by_default_and_widened_per_job() -> None:
             assert "permissions" in job, f"{path.name}:{name} must state its permissions"
 
 
-def test_pull_requests_cannot_push() -> None:
-    workflow = _workflow(REPO_ROOT / ".github/workflows/images.yml")
-    for name, job in workflow["jobs"].items():
-        permissions = job.get("permissions", {})
-        steps = json.dumps(job.get("steps", []))
-        writes = any(value == "write" for value in permissions.values())
-        if writes or "secrets." in steps or "pudev publish" in steps or "--cache-to" in steps:
-            condition = " ".join(str(job.get("if", "")).split())
-            assert "github.event_name != 'pull_request'" in condition, name
-            assert "refs/heads/main" in condition and "refs/tags/v" in condition, name
+def _jobs() -> dict[str, Any]:
+    jobs: dict[str, Any] = _workflow(REPO_ROOT / ".github/workflows/images.yml")["jobs"]
+    return jobs
 
 
-def test_publish_waits_for_both_test_halves() -> None:
-    jobs = _workflow(REPO_ROOT / ".github/workflows/images.yml")["jobs"]
+def _never_for_pull_requests(condition: object) -> bool:
+    text = " ".join(str(condition or "").split())
+    return "github.event_name != 'pull_request'" in text
+
+
+def test_only_the_publish_job_may_write() -> None:
+    for name, job in _jobs().items():
+        writes = sorted(key for key, value in (job.get("permissions") or {}).items() if value == "write")
+        if name == "publish":
+            assert set(writes) == {"packages", "id-token", "attestations", "security-events"}, writes
+        else:
+            assert not writes, f"{name} holds write permissions {writes}"
+
+
+def test_pull_requests_never_push_or_see_a_secret() -> None:
+    for name, job in _jobs().items():
+        for step in job.get("steps", []):
+            text = json.dumps(step)
+            risky = "secrets." in text or "pudev push" in text or "pudev promote" in text or "cosign sign" in text
+            if risky:
+                assert _never_for_pull_requests(job.get("if")) or _never_for_pull_requests(step.get("if")), \
+                    f"{name}: {step.get('name') or step.get('uses')}"
+    publish = " ".join(str(_jobs()["publish"]["if"]).split())
+    assert "refs/heads/main" in publish and "refs/tags/v" in publish
+
+
+def test_build_once_then_every_job_works_on_the_candidate_digest() -> None:
+    jobs = _jobs()
+    steps = {name: json.dumps(job["steps"]) for name, job in jobs.items()}
+    assert steps["build"].count("pudev build") == 1
+    assert "pudev build" not in steps["gpu-test"] and "pudev build" not in steps["publish"]
+    assert "pudev push" in steps["build"] and "--ref-file" in steps["build"]
+    assert 'pudev test \\"$(cat \\"candidate/' in steps["build"] and "--cpu-only" in steps["build"]
+    assert 'pudev test \\"$(cat \\"candidate/' in steps["gpu-test"] and "--gpu-only" in steps["gpu-test"]
+    assert "pudev promote" in steps["publish"] and "steps.candidate.outputs.ref" in steps["publish"]
     assert set(jobs["publish"]["needs"]) >= {"build", "gpu-test"}
-    assert "PUDEV_REQUIRE_GPU" in json.dumps(jobs["gpu-test"]["steps"])
-    assert "--cpu-only" in json.dumps(jobs["build"]["steps"])
+
+
+def test_the_vulnerability_gate_runs_before_promotion() -> None:
+    publish = _jobs()["publish"]["steps"]
+    names = [json.dumps(step) for step in publish]
+    gate = next(i for i, text in enumerate(names) if "trivy-action" in text and '"exit-code": "1"' in text)
+    promote = next(i for i, text in enumerate(names) if "pudev promote" in text)
+    assert gate < promote
+    settings = publish[gate]["with"]
+    assert settings["severity"] == "CRITICAL,HIGH" and settings["ignore-unfixed"] is True
+    assert settings["trivyignores"] == ".trivyignore.yaml" and "candidate.outputs.ref" in settings["image-ref"]
+    assert settings["version"].startswith("v")  # the scanner itself is pinned too
+    assert any("upload-sarif" in text for text in names)
+
+
+def test_provenance_sbom_attestation_and_signature_follow_promotion() -> None:
+    names = [json.dumps(step) for step in _jobs()["publish"]["steps"]]
+    promote = next(i for i, text in enumerate(names) if "pudev promote" in text)
+    for needle in ("attest-build-provenance", "sbom-path", "cosign sign", "pudev sbom"):
+        assert next(i for i, text in enumerate(names) if needle in text) > promote, needle
 
 
 def test_workflow_matrix_is_the_variant_file() -> None:
@@ -82,14 +127,16 @@ def test_workflow_matrix_is_the_variant_file() -> None:
     assert [entry["variant"] for entry in include if entry["latest"]] == [matrix.default_variant]
 
 
-def test_bake_file_parses_and_names_every_variant() -> None:
+def test_bake_file_is_the_matrix() -> None:
     matrix = load_matrix(VARIANTS_FILE)
-    parsed = hcl2.loads(bake_hcl(matrix))
-    targets = {name: body for block in parsed["target"] for name, body in block.items()}
-    assert set(targets) == {f'"{name}"' for name in matrix.variants} or set(targets) == set(matrix.variants)
-    groups = {name: body for block in parsed["group"] for name, body in block.items()}
-    default = groups.get('"default"') or groups["default"]
-    assert [t.strip('"') for t in default["targets"]] == list(matrix.variants)
+    bake = json.loads(bake_json(matrix))
+    assert bake["group"]["default"]["targets"] == list(matrix.variants)
+    assert set(bake["target"]) == set(matrix.variants)
     for name, variant in matrix.variants.items():
-        body = targets.get(f'"{name}"') or targets[name]
-        assert body["args"]["BASE_IMAGE"].strip('"') == variant.base_image
+        target = bake["target"][name]
+        assert target["tags"] == [local_tag(variant)]
+        assert target["args"] == build_args(variant)
+        assert target["platforms"] == [variant.platform]
+        assert target["secret"] == [CA_SECRET]  # the CA bundle is a secret, never an argument
+        assert (target["dockerfile"], target["target"], target["context"]) == ("docker/Dockerfile", "final", ".")
+    assert "CA_BUNDLE" in bake["variable"]

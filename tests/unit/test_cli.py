@@ -7,9 +7,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from matrices import WriteMatrix
 
-from pudev import engine
 from pudev.cli import main
+from pudev.config.loader import load_matrix
+from pudev.engine import docker
+from pudev.paths import VARIANTS_FILE
 
 FAKE_DOCKER = """#!/bin/sh
 # A docker client whose daemon is down (what `docker` prints then).
@@ -38,66 +41,100 @@ def fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     path.write_text(FAKE_DOCKER)
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PUDEV_DOCKER", str(path))
-    engine.docker_cli.cache_clear()
+    docker.docker_cli.cache_clear()
     yield path
-    engine.docker_cli.cache_clear()
+    docker.docker_cli.cache_clear()
 
 
-def test_unknown_variant_lists_valid_ones(capsys: pytest.CaptureFixture[str]) -> None:
-    line = _fails(["plan", "cu999"], capsys)
-    assert "unknown variant 'cu999': valid variants are cu118, cu121" in line
+def test_unknown_variant_lists_valid_ones(capsys: pytest.CaptureFixture[str], matrix_file: WriteMatrix) -> None:
+    line = _fails(["plan", "cu999", "--variants-file", str(matrix_file())], capsys)
+    assert "unknown variant 'cu999': valid variants are cu129, cu130" in line
 
 
-def test_invalid_override(capsys: pytest.CaptureFixture[str]) -> None:
-    assert "invalid override 'torch'" in _fails(["plan", "cu121", "--set", "torch"], capsys)
-    assert "field 'base_image'" in _fails(["plan", "cu121", "--base-image", "Not An Image"], capsys)
+def test_invalid_overrides_name_their_flag(capsys: pytest.CaptureFixture[str], matrix_file: WriteMatrix) -> None:
+    path = str(matrix_file())
+    assert "--set torch: invalid override, write KEY=VALUE" in _fails(["plan", "cu130", "--set", "torch",
+                                                                      "--variants-file", path], capsys)
+    line = _fails(["plan", "cu130", "--base-image", "Not An Image", "--variants-file", path], capsys)
+    assert line.startswith("pudev: error: --base-image Not An Image: variant cu130: field 'base_image'")
+    line = _fails(["plan", "cu130", "--mirror", "ustc", "--variants-file", path], capsys)
+    assert line.startswith("pudev: error: --mirror ustc: variant cu130: field 'mirror'")
 
 
-def test_missing_ca_bundle(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    line = _fails(["build", "cu121", "--ca-bundle", str(tmp_path / "corp.pem")], capsys)
-    assert "corp.pem not found: pass an existing PEM file to --ca-bundle" in line
+@pytest.mark.parametrize(("content", "expected"), [
+    (None, "not found"), ("", "is empty"), ("-----BEGIN CERTIFICATE-----", "is a directory"),
+    ("just text\n", "holds no PEM certificate"), (b"\xff\xfe", "is not UTF-8 text"),
+])
+def test_bad_ca_bundles(capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str | bytes | None,
+                        expected: str) -> None:
+    bundle = tmp_path / "corp.pem"
+    if expected == "is a directory":
+        bundle.mkdir()
+    elif isinstance(content, bytes):
+        bundle.write_bytes(content)
+    elif content is not None:
+        bundle.write_text(content)
+    line = _fails(["build", "cu121", "--ca-bundle", str(bundle)], capsys)
+    assert f"{bundle} (CA bundle, from --ca-bundle): {expected}" in line
+    assert line.endswith("pass a PEM file of CA certificates to --ca-bundle")
 
 
 def test_unreachable_daemon_says_how_to_start_one(capsys: pytest.CaptureFixture[str], fake_docker: Path) -> None:
-    line = _fails(["build", "cu121", "--no-ca-bundle"], capsys)
+    line = _fails(["build", "--profile", "local", "--no-ca-bundle"], capsys)
     assert "cannot reach the Docker daemon" in line and "systemctl start docker" in line
 
 
 def test_missing_docker_client(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                                tmp_path: Path) -> None:
     monkeypatch.setenv("PUDEV_DOCKER", str(tmp_path / "no-such-docker"))
-    engine.docker_cli.cache_clear()
+    docker.docker_cli.cache_clear()
     try:
-        assert "is not an executable docker client" in _fails(["test", "cu121"], capsys)
+        assert "is not an executable docker client" in _fails(["test", "--profile", "local"], capsys)
     finally:
-        engine.docker_cli.cache_clear()
+        docker.docker_cli.cache_clear()
 
 
-def test_variant_required(capsys: pytest.CaptureFixture[str]) -> None:
-    assert "name a variant: cu118, cu121 (or `all`)" in _fails(["build", "--no-ca-bundle"], capsys)
+def test_variant_required(capsys: pytest.CaptureFixture[str], matrix_file: WriteMatrix) -> None:
+    line = _fails(["build", "--no-ca-bundle", "--variants-file", str(matrix_file())], capsys)
+    assert "name a variant: cu129, cu130 (or `all`)" in line
 
 
-def test_variants_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["variants"]) == 0
+def test_planning_needs_no_docker(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                  tmp_path: Path) -> None:
+    """variants, plan, matrix and bake with no docker client on PATH and no daemon."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no docker, no git
+    monkeypatch.delenv("PUDEV_DOCKER", raising=False)
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    docker.docker_cli.cache_clear()
+    try:
+        for argv in (["variants"], ["matrix", "--json"], ["bake", "--out", "-"], ["plan", "--profile", "local",
+                                                                                   "--no-ca-bundle"]):
+            assert main(argv) == 0, argv
+            assert capsys.readouterr().out.strip(), argv
+    finally:
+        docker.docker_cli.cache_clear()
+
+
+def test_plan_prints_the_variant_as_declared(capsys: pytest.CaptureFixture[str]) -> None:
+    matrix = load_matrix(VARIANTS_FILE)
+    variant = matrix.get(matrix.default_variant)
+    assert main(["plan", variant.name, "--no-ca-bundle"]) == 0
     out = capsys.readouterr().out
-    assert "cu121 (latest)" in out and "pytorch/pytorch:2.5.1-cuda11.8-cudnn9-runtime" in out
-
-
-def test_plan_prints_the_official_bases(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "cu118", "--no-ca-bundle"]) == 0
-    out = capsys.readouterr().out
-    assert "--build-arg BASE_IMAGE=pytorch/pytorch:2.5.1-cuda11.8-cudnn9-runtime" in out
-    assert "--build-arg TOOLKIT_B_IMAGE=nvidia/cuda:12.1.1-devel-ubuntu22.04" in out
+    assert f"--build-arg BASE_IMAGE={variant.base_image}" in out
+    assert f"--build-arg TOOLKIT_B_IMAGE={variant.toolkits[1].image}" in out
 
 
 def test_pull_mirror_rewrites_base_and_toolkit_images(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "cu121", "--no-ca-bundle", "--pull-mirror", "registry.example.cn/hub"]) == 0
+    assert main(["plan", "--profile", "local", "--no-ca-bundle", "--base-image", "pytorch/pytorch:1-cuda12.1",
+                 "--toolkit-image", "12.4=nvidia/cuda:12.4.1-devel", "--pull-mirror", "registry.example.cn/hub"]) == 0
     out = capsys.readouterr().out
-    assert "BASE_IMAGE=registry.example.cn/hub/pytorch/pytorch:2.5.1-cuda12.1-cudnn9-runtime" in out
-    assert "TOOLKIT_A_IMAGE=registry.example.cn/hub/nvidia/cuda:11.8.0-devel-ubuntu22.04" in out
+    assert "BASE_IMAGE=registry.example.cn/hub/pytorch/pytorch:1-cuda12.1" in out
+    assert "TOOLKIT_B_IMAGE=registry.example.cn/hub/nvidia/cuda:12.4.1-devel" in out
 
 
 def test_pull_mirror_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
-    assert "invalid --pull-mirror 'not a host'" in _fails(["plan", "cu121", "--pull-mirror", "not a host"], capsys)
-    line = _fails(["plan", "cu121", "--base-image", "ghcr.io/o/torch:1", "--pull-mirror", "mirror.example.cn"], capsys)
-    assert "only mirrors Docker Hub images; ghcr.io/o/torch:1 comes from ghcr.io" in line
+    line = _fails(["plan", "--profile", "local", "--pull-mirror", "not a host"], capsys)
+    assert "--pull-mirror not a host: not a registry" in line
+    line = _fails(["plan", "--profile", "local", "--base-image", "ghcr.io/o/torch:1", "--pull-mirror",
+                   "mirror.example.cn"], capsys)
+    assert "only Docker Hub images are mirrored, and ghcr.io/o/torch:1 comes from ghcr.io" in line

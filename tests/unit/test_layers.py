@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pudev.layers import Layer, find_waste
+from pudev.engine.layers import Layer, find_waste
 
 
 def _layer(index: int, files: dict[str, int] | None = None, deleted: list[str] | None = None,

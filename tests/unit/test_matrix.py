@@ -1,38 +1,21 @@
+"""Loading and checking variant files: written by the tests themselves, so they
+hold for any matrix. Every error is one line naming where the bad value came from."""
+
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from matrices import WriteMatrix, synthetic
 
 from pudev.common.errors import PudevError
-from pudev.matrix import load_matrix
+from pudev.config.loader import load_matrix
+from pudev.config.overrides import Override
 from pudev.paths import VARIANTS_FILE
 
-WriteVariants = Callable[..., Path]
 
-
-def test_real_matrix_declares_both_variants() -> None:
-    matrix = load_matrix(VARIANTS_FILE)
-    assert list(matrix.variants) == ["cu118", "cu121"]
-    cu118, cu121 = matrix.variants["cu118"], matrix.variants["cu121"]
-    assert cu118.base_image == "pytorch/pytorch:2.5.1-cuda11.8-cudnn9-runtime"
-    assert cu121.base_image == "pytorch/pytorch:2.5.1-cuda12.1-cudnn9-runtime"
-    assert {t.image for t in cu118.toolkits} == {
-        "nvidia/cuda:11.8.0-devel-ubuntu22.04",
-        "nvidia/cuda:12.1.1-devel-ubuntu22.04",
-    }
-    assert (cu118.default_toolkit, cu121.default_toolkit) == ("11.8", "12.1")
-    assert cu118.torch == cu121.torch == "2.5.1"
-    assert matrix.default_variant == "cu121"
-
-
-def test_build_mirror_defaults_to_mirror() -> None:
-    variant = load_matrix(VARIANTS_FILE).variants["cu121"]
-    assert variant.build_mirror == variant.mirror == "aliyun"
-
-
-def _error(path: Path, overrides: dict[str, dict[str, object]] | None = None) -> str:
+def _error(path: Path, overrides: dict[str, list[Override]] | None = None) -> str:
     with pytest.raises(PudevError) as caught:
         load_matrix(path, overrides)
     message = str(caught.value)
@@ -40,63 +23,129 @@ def _error(path: Path, overrides: dict[str, dict[str, object]] | None = None) ->
     return message
 
 
-def test_unknown_key_names_file_variant_and_field(write_variants: WriteVariants) -> None:
-    path = write_variants(('[variants.cu118]\n', '[variants.cu118]\ntorch_version = "2.5.1"\n'))
+def _with(change: Any) -> dict[str, Any]:
+    data = synthetic()
+    change(data)
+    return data
+
+
+def test_the_real_matrix_loads_and_every_variant_is_named_after_its_cuda() -> None:
+    matrix = load_matrix(VARIANTS_FILE)
+    assert matrix.default_variant in matrix.variants
+    for name, variant in matrix.variants.items():
+        assert name == variant.cuda_tag
+        assert variant.default.provides == variant.cuda
+        assert len(variant.toolkits) == 2
+
+
+def test_a_synthetic_matrix_loads(matrix_file: WriteMatrix) -> None:
+    matrix = load_matrix(matrix_file())
+    cu130 = matrix.get("cu130")
+    assert cu130.default_toolkit == "13.0" and cu130.python == "3.12" and cu130.cxx_standard == "c++20"
+    assert [t.arch_list for t in cu130.toolkits] == ["8.0;9.0+PTX", "8.0;9.0;10.0;12.0+PTX"]
+    assert [t.arch_list for t in matrix.get("cu129").toolkits] == ["8.0;9.0;12.0+PTX"] * 2
+    assert cu130.build_mirror == cu130.mirror == "none"
+    assert cu130.lock == matrix.get("cu129").lock == "torch3.1.0-py3.12"  # identical inputs share a lock
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda d: d["variants"]["cu129"].update(torch_version="3"), "variant cu129: unknown field 'torch_version'"),
+    (lambda d: d["variants"]["cu129"].pop("cuda"), "variant cu129: field 'cuda' is missing"),
+    (lambda d: d["variants"]["cu129"].update(toolkits=["12.9", "12.4"]), "CUDA 12.4 has no toolkit entry"),
+    (lambda d: d["variants"]["cu129"].update(base_image="Torch::x"), "field 'base_image'"),
+    (lambda d: d["variants"]["cu129"].update(toolkits=["12.9", "12.9"]), "lists a toolkit twice"),
+    (lambda d: d["variants"]["cu129"].update(python="3"), "field 'python': '3' is not a Python version"),
+    (lambda d: d["variants"]["cu129"].update(cxx_standard="gnu++20"), "field 'cxx_standard'"),
+    (lambda d: d["toolkits"]["12.9"].pop("max_arch"), "toolkit 12.9: field 'max_arch' is missing"),
+    (lambda d: d.update(default_variant="cu999"), "'cu999' is not a declared variant"),
+])
+def test_bad_fields_name_the_file_and_the_field(matrix_file: WriteMatrix, change: Any, expected: str) -> None:
+    path = matrix_file(_with(change))
     message = _error(path)
-    assert message.startswith(str(path))
-    assert "variant cu118" in message and "unknown field 'torch_version'" in message
+    assert message.startswith(f"{path} (variant file, from --variants-file): ")
+    assert expected in message
 
 
-def test_cuda_version_without_toolkit_entry(write_variants: WriteVariants) -> None:
-    path = write_variants(('toolkits = ["11.8", "12.1"]\ndefault_toolkit = "11.8"',
-                           'toolkits = ["11.8", "12.4"]\ndefault_toolkit = "11.8"'))
-    message = _error(path)
-    assert "variant cu118" in message and "field 'toolkits'" in message and "CUDA 12.4 has no toolkit entry" in message
+def test_a_name_that_is_not_the_cuda_tag_is_refused_at_load(matrix_file: WriteMatrix) -> None:
+    data = synthetic()
+    data["variants"]["blackwell"] = data["variants"].pop("cu129")
+    message = _error(matrix_file(data))
+    assert "variant blackwell: the name must be cu129" in message and "rename [variants.blackwell]" in message
 
 
-def test_malformed_image_reference(write_variants: WriteVariants) -> None:
-    path = write_variants(("pytorch/pytorch:2.5.1-cuda12.1-cudnn9-runtime", "PyTorch/PyTorch::latest"))
-    message = _error(path)
-    assert "variant cu121" in message and "field 'base_image'" in message and "not a valid image reference" in message
+def test_cuda_that_no_toolkit_provides_is_refused(matrix_file: WriteMatrix) -> None:
+    # The toolkits list is unchanged; only torch's CUDA moves to a release no slot holds.
+    data = synthetic()
+    data["variants"]["cu128"] = {**data["variants"].pop("cu129"), "cuda": "12.8"}
+    message = _error(matrix_file(data))
+    assert "variant cu128: field 'cuda': no toolkit provides torch's CUDA 12.8" in message
 
 
-def test_missing_field(write_variants: WriteVariants) -> None:
-    path = write_variants(('cuda = "11.8"\n', ""))
-    assert "variant cu118: field 'cuda' is missing" in _error(path)
+def test_a_declared_stand_in_provides_its_cuda(matrix_file: WriteMatrix) -> None:
+    data = synthetic()
+    data["toolkits"]["12.4"] = {"image": "x/cuda:12.4", "max_gcc": 13, "min_arch": "5.0", "max_arch": "9.0",
+                                "stands_in_for": "12.9"}
+    data["variants"]["cu129"].update(toolkits=["12.4", "13.0"], cuda_arch_list="8.0;9.0+PTX")
+    variant = load_matrix(matrix_file(data)).get("cu129")
+    assert variant.default_toolkit == "12.4"
+    data["toolkits"]["12.4"]["stands_in_for"] = "11.8"
+    assert "has another major version" in _error(matrix_file(data))
 
 
-@pytest.mark.parametrize(
-    ("override", "expected"),
-    [
-        ({"torch": "2.5"}, "field 'torch': '2.5' is not a torch release"),
-        ({"default_toolkit": "12.1", "cuda": "11.8"}, "does not match torch's CUDA 11.8"),
-        ({"toolkit.12.1.max_gcc": "x"}, "field 'max_gcc'"),
-        ({"mirror": "ustc"}, "field 'mirror': 'ustc' is not a mirror"),
-        ({"toolkits": ["11.8"]}, "is not two toolkit slots"),
-        ({"toolkits": ["11.8", "11.8"]}, "lists a toolkit twice"),
-    ],
-)
-def test_invalid_override_is_one_line(override: dict[str, object], expected: str) -> None:
-    assert expected in _error(VARIANTS_FILE, {"cu121": override})
+@pytest.mark.parametrize(("arch_list", "expected"), [
+    ("8.0;10.0+PTX", "arch 10.0 cannot be compiled by CUDA 12.9 (its nvcc covers 5.0 to 9.0)"),
+    ({"12.9": "8.0", "13.0": "7.0;8.0"}, "arch 7.0 cannot be compiled by CUDA 13.0 (its nvcc covers 7.5 to 12.1)"),
+    ({"12.9": "8.0"}, "field 'cuda_arch_list' has no list for toolkit 13.0"),
+    ("8.0,9.0", "is not a TORCH_CUDA_ARCH_LIST"),
+])
+def test_arch_lists_are_checked_against_each_toolkit(matrix_file: WriteMatrix, arch_list: Any,
+                                                     expected: str) -> None:
+    data = synthetic()
+    data["toolkits"]["12.9"]["max_arch"] = "9.0"
+    data["variants"]["cu129"]["cuda_arch_list"] = arch_list
+    assert expected in _error(matrix_file(data))
 
 
-def test_override_adds_a_toolkit_to_one_variant_only() -> None:
-    matrix = load_matrix(VARIANTS_FILE, {"cu121": {
-        "toolkits": ["11.8", "12.4"], "default_toolkit": "12.4",
-        "toolkit.12.4.image": "example.com/cuda:12.4", "toolkit.12.4.max_gcc": 13,
-    }})
-    cu121 = matrix.variants["cu121"]
-    assert [(t.version, t.image, t.max_gcc) for t in cu121.toolkits] == [
-        ("11.8", "nvidia/cuda:11.8.0-devel-ubuntu22.04", 11), ("12.4", "example.com/cuda:12.4", 13)]
-    assert matrix.variants["cu118"].toolkit_versions == ("11.8", "12.1")
+@pytest.mark.parametrize(("override", "expected"), [
+    (Override("torch", "3.1", "--set torch=3.1"), "--set torch=3.1: variant cu130: field 'torch'"),
+    (Override("base_image", "Not An Image", "--base-image Not An Image"), "--base-image Not An Image: "),
+    (Override("mirror", "ustc", "--mirror ustc"), "--mirror ustc: variant cu130: field 'mirror': 'ustc'"),
+    (Override("cuda", "12.9", "--set cuda=12.9"), "--set cuda=12.9: variant cu130: the name must be cu129"),
+    (Override("toolkit.13.0.max_gcc", "x", "--set toolkit.13.0.max_gcc=x"), "--set toolkit.13.0.max_gcc=x: "),
+    (Override("cuda_arch_list", "7.0", "profile p (standins.toml)"), "profile p (standins.toml): "),
+])
+def test_an_error_an_override_causes_names_that_override(matrix_file: WriteMatrix, override: Override,
+                                                         expected: str) -> None:
+    path = matrix_file()
+    message = _error(path, {"cu130": [override]})
+    assert message.startswith(expected), message
+    assert f"of {path})" in message  # and still says which matrix it applied to
 
 
-def test_unknown_variant_lists_the_valid_ones() -> None:
-    with pytest.raises(PudevError, match=r"unknown variant 'cu999': valid variants are cu118, cu121"):
-        load_matrix(VARIANTS_FILE).get("cu999")
+def test_override_changes_one_variant_only(matrix_file: WriteMatrix) -> None:
+    matrix = load_matrix(matrix_file(), {"cu130": [Override("toolkit.13.0.image", "x/y:z", "--toolkit-image")]})
+    assert matrix.get("cu130").default.image == "x/y:z"
+    assert matrix.get("cu129").toolkits[1].image == "example.com/cuda:13.0-devel"
 
 
-def test_broken_toml_names_the_file(tmp_path: Path) -> None:
+def test_unknown_variant_lists_the_valid_ones(matrix_file: WriteMatrix) -> None:
+    with pytest.raises(PudevError, match=r"unknown variant 'cu999': valid variants are cu129, cu130"):
+        load_matrix(matrix_file()).get("cu999")
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    (None, "not found"),
+    (b"", "is empty"),
+    (b"image = \"\xff\xfe\"\n", "is not UTF-8 text"),
+    (b"image = \n", "is not valid TOML"),
+    ("dir", "is a directory, not a file"),
+])
+def test_unusable_variant_files(tmp_path: Path, content: bytes | str | None, expected: str) -> None:
     path = tmp_path / "variants.toml"
-    path.write_text("image = \n")
-    assert "not valid TOML" in _error(path)
+    if content == "dir":
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    message = _error(path)
+    assert message.startswith(f"{path} (variant file, from --variants-file): {expected}")
+    assert message.endswith("pass the matrix file (docker/variants.toml) to --variants-file")

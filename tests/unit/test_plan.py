@@ -3,13 +3,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from matrices import WriteMatrix
 
+from pudev.build.labels import build_labels, public_url, source_info
+from pudev.build.plan import ENGINE_INPUTS, PLANNED_INPUTS, BuildPlan, build_args
 from pudev.common.errors import PudevError
-from pudev.matrix import load_matrix
-from pudev.overrides import parse_overrides, toolkit_image_overrides
-from pudev.paths import STANDINS_FILE, VARIANTS_FILE
-from pudev.plan import BuildPlan, build_args
-from pudev.profiles import load_profile
+from pudev.config.loader import load_matrix
+from pudev.config.overrides import parse_assignments, parse_toolkit_images
+from pudev.config.profiles import load_profile, profile_names
+from pudev.paths import DOCKERFILE, VARIANTS_FILE
 
 
 def _arg(args: list[str], name: str) -> str:
@@ -19,64 +21,97 @@ def _arg(args: list[str], name: str) -> str:
     return values[0]
 
 
-def test_cu118_plan_uses_the_official_images() -> None:
-    plan = BuildPlan(load_matrix(VARIANTS_FILE).get("cu118"))
-    args = plan.docker_args()
-    assert _arg(args, "BASE_IMAGE") == "pytorch/pytorch:2.5.1-cuda11.8-cudnn9-runtime"
-    assert _arg(args, "TOOLKIT_A_IMAGE") == "nvidia/cuda:11.8.0-devel-ubuntu22.04"
-    assert _arg(args, "TOOLKIT_B_IMAGE") == "nvidia/cuda:12.1.1-devel-ubuntu22.04"
-    assert _arg(args, "DEFAULT_TOOLKIT") == "11.8"
-    assert args[args.index("--tag") + 1] == "pytorch-universal-dev:cu118"
+def test_plan_passes_the_variant_as_declared(matrix_file: WriteMatrix) -> None:
+    variant = load_matrix(matrix_file()).get("cu130")
+    args = BuildPlan(variant).docker_args()
+    assert _arg(args, "BASE_IMAGE") == "example.com/torch:3.1.0-cuda13.0"
+    assert _arg(args, "TOOLKIT_A_IMAGE") == "example.com/cuda:12.9-devel"
+    assert _arg(args, "TOOLKIT_B_ARCH_LIST") == "8.0;9.0;10.0;12.0+PTX"
+    assert _arg(args, "DEFAULT_TOOLKIT") == "13.0"
+    assert _arg(args, "CUDA_ARCH_LIST") == "8.0;9.0;10.0;12.0+PTX"  # the default toolkit's list
+    assert (_arg(args, "PYTHON_VERSION"), _arg(args, "CXX_STANDARD")) == ("3.12", "c++20")
+    assert _arg(args, "LOCK") == "torch3.1.0-py3.12.txt"
+    assert args[args.index("--tag") + 1] == "example/dev-image:cu130"
     assert "--secret" not in args
 
 
 def test_every_dockerfile_arg_is_planned_and_nothing_else() -> None:
-    text = (VARIANTS_FILE.parent / "Dockerfile").read_text()
+    text = DOCKERFILE.read_text()
     declared = {line.split()[1].split("=")[0] for line in text.splitlines() if line.startswith("ARG ")}
     with_defaults = {line.split()[1].split("=")[0] for line in text.splitlines()
                      if line.startswith("ARG ") and "=" in line}
-    planned = set(build_args(load_matrix(VARIANTS_FILE).get("cu121")))
-    assert planned == declared - with_defaults
+    matrix = load_matrix(VARIANTS_FILE)
+    for variant in matrix.variants.values():
+        assert set(build_args(variant)) | set(PLANNED_INPUTS) | set(ENGINE_INPUTS) == declared - with_defaults
 
 
-def test_ca_bundle_is_a_secret_never_a_build_arg(tmp_path: Path) -> None:
+def test_ca_bundle_is_a_secret_never_a_build_arg(tmp_path: Path, matrix_file: WriteMatrix) -> None:
     bundle = tmp_path / "ca.pem"
     bundle.write_text("-----BEGIN CERTIFICATE-----\n")
-    args = BuildPlan(load_matrix(VARIANTS_FILE).get("cu121"), ca_bundle=bundle).docker_args()
+    args = BuildPlan(load_matrix(matrix_file()).get("cu130"), ca_bundle=bundle).docker_args()
     assert args[args.index("--secret") + 1] == f"id=ca,src={bundle}"
-    assert not any(str(bundle) in a for a in args if a.startswith(("ARG", "CA")))
-    assert all("ca.pem" not in args[i + 1] for i, a in enumerate(args) if a == "--build-arg")
+    assert all("ca.pem" not in args[i + 1] for i, a in enumerate(args) if a in ("--build-arg", "--label"))
 
 
-def test_shell_command_quotes_and_breaks_lines() -> None:
-    command = BuildPlan(load_matrix(VARIANTS_FILE).get("cu121")).shell_command("docker")
+def test_shell_command_quotes_and_breaks_lines(matrix_file: WriteMatrix) -> None:
+    command = BuildPlan(load_matrix(matrix_file()).get("cu129")).shell_command("docker")
     assert command.startswith("DOCKER_BUILDKIT=1 docker build")
-    assert "--build-arg 'CUDA_ARCH_LIST=7.0;7.5;8.0;8.6;8.9;9.0+PTX'" in command
+    assert "--build-arg 'CUDA_ARCH_LIST=8.0;9.0;12.0+PTX'" in command
 
 
-def test_local_profile_overrides_only_base_toolkits_torch_and_naming() -> None:
-    profile = load_profile(STANDINS_FILE, "local")
-    assert profile.variant == "cu121"
-    assert set(profile.overrides) == {
-        "torch", "base_image", "toolkits", "default_toolkit", "toolkit.11.8.image", "toolkit.12.4.image",
-        "toolkit.12.4.max_gcc", "image", "build_mirror"}
-    variant = load_matrix(VARIANTS_FILE, {"cu121": profile.overrides}).get("cu121")
-    assert variant.cuda == "12.1" and variant.torch == "2.4.1"
-    assert variant.toolkit_versions == ("11.8", "12.4")
+def test_engine_facts_are_added_at_build_time_only(matrix_file: WriteMatrix) -> None:
+    plan = BuildPlan(load_matrix(matrix_file()).get("cu130"))
+    assert not any("base.digest" in arg for arg in plan.docker_args())
+    args = plan.docker_args({"org.opencontainers.image.base.digest": "sha256:" + "a" * 64})
+    assert f"org.opencontainers.image.base.digest=sha256:{'a' * 64}" in args
+
+
+@pytest.mark.parametrize("name", profile_names())
+def test_each_profile_overrides_only_what_stand_ins_replace(name: str) -> None:
+    profile = load_profile(name)
+    allowed = {"torch", "python", "base_image", "toolkits", "cuda_arch_list", "image", "build_mirror", "lock",
+               "required_tests"}
+    for override in profile.overrides:
+        assert override.key in allowed or override.key.startswith("toolkit."), override.key
+    variant = load_matrix(VARIANTS_FILE, {profile.variant: list(profile.overrides)}).get(profile.variant)
+    declared = load_matrix(VARIANTS_FILE).get(profile.variant)
+    assert variant.cuda == declared.cuda  # torch's CUDA release is what a profile never changes
+    assert variant.lock.startswith("standin-") and variant.image != declared.image
 
 
 def test_override_parsing() -> None:
-    assert parse_overrides(["torch=2.4.1", "toolkits=11.8, 12.4", "toolkit.12.4.max_gcc=13"]) == {
-        "torch": "2.4.1", "toolkits": ["11.8", "12.4"], "toolkit.12.4.max_gcc": 13}
-    assert toolkit_image_overrides(["12.4=x/y:z"]) == {"toolkit.12.4.image": "x/y:z"}
+    parsed = parse_assignments(["torch=2.4.1", "toolkits=11.8, 12.4", "toolkit.12.4.max_gcc=13"])
+    assert [(o.key, o.value, o.source) for o in parsed] == [
+        ("torch", "2.4.1", "--set torch=2.4.1"), ("toolkits", ["11.8", "12.4"], "--set toolkits=11.8, 12.4"),
+        ("toolkit.12.4.max_gcc", 13, "--set toolkit.12.4.max_gcc=13")]
+    (image,) = parse_toolkit_images(["12.4=x/y:z"])
+    assert (image.key, image.value) == ("toolkit.12.4.image", "x/y:z")
 
 
-@pytest.mark.parametrize("bad", ["torch", "=2", "cuda_version=12.1", "toolkit.12.4.max_gcc=eleven"])
+@pytest.mark.parametrize("bad", ["torch", "=2", "cuda_version=12.1", "toolkit.12.4.max_gcc=eleven",
+                                 "toolkit.12.4.colour=red"])
 def test_invalid_overrides(bad: str) -> None:
-    with pytest.raises(PudevError, match="invalid override"):
-        parse_overrides([bad])
+    with pytest.raises(PudevError, match=rf"^--set {bad}: invalid override"):
+        parse_assignments([bad])
 
 
 def test_invalid_toolkit_image_shorthand() -> None:
     with pytest.raises(PudevError, match="VERSION=IMAGE"):
-        toolkit_image_overrides(["nvidia/cuda:12.1"])
+        parse_toolkit_images(["nvidia/cuda:12.1"])
+
+
+@pytest.mark.parametrize(("remote", "url"), [
+    ("git@github.com:org/repo.git", "https://github.com/org/repo"),
+    ("https://github.com/org/repo.git", "https://github.com/org/repo"),
+    ("https://user:token@example.com/org/repo", "https://example.com/org/repo"),
+    ("/work/main", ""), ("file:///srv/git/repo.git", ""), ("../repo", ""), ("", ""),
+])
+def test_the_source_label_is_a_public_url_or_nothing(remote: str, url: str) -> None:
+    assert public_url(remote) == url
+
+
+def test_labels_hold_no_local_path(matrix_file: WriteMatrix, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PUDEV_SOURCE_URL", "/home/someone/clone")
+    labels = build_labels(load_matrix(matrix_file()).get("cu130"), source_info())
+    assert "org.opencontainers.image.source" not in labels
+    assert not any(value.startswith("/") for value in labels.values())

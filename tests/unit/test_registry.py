@@ -13,7 +13,7 @@ import pytest
 
 from pudev.common.errors import PudevError
 from pudev.common.imageref import parse_image_ref
-from pudev.registry import DOCKER_HUB, RegistryClient, registry_host, repository_path
+from pudev.release.registry import DOCKER_HUB, RegistryClient, registry_host, repository_path
 
 MANIFEST = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json"})
 DIGEST = "sha256:" + "ab" * 32

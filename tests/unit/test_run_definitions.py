@@ -1,5 +1,6 @@
 """docker-compose.yml and the devcontainer point at the default variant's image,
-reserve GPUs, and use the image's user and workspace."""
+ask for GPUs where there are some, and use the image's user and workspace.
+(tests/e2e/test_clients.py brings both up with their real clients.)"""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import json
 
 from ruamel.yaml import YAML
 
-from pudev.matrix import load_matrix
+from pudev.build.plan import local_tag
+from pudev.config.loader import load_matrix
 from pudev.paths import REPO_ROOT, VARIANTS_FILE
-from pudev.plan import local_tag
 
 
 def _default_tag() -> str:
@@ -17,20 +18,23 @@ def _default_tag() -> str:
     return local_tag(matrix.get(matrix.default_variant))
 
 
-def test_compose_reserves_gpus_and_mounts_the_workspace() -> None:
+def test_compose_reserves_gpus_has_a_cpu_service_and_publishes_on_loopback() -> None:
     compose = YAML(typ="safe").load((REPO_ROOT / "docker-compose.yml").read_text())
-    service = compose["services"]["dev"]
-    assert service["image"] == f"${{PUDEV_IMAGE:-{_default_tag()}}}"
-    devices = service["deploy"]["resources"]["reservations"]["devices"]
+    gpu, cpu = compose["services"]["dev"], compose["services"]["dev-cpu"]
+    for service in (gpu, cpu):
+        assert service["image"] == f"${{PUDEV_IMAGE:-{_default_tag()}}}"
+        assert ".:/workspace" in service["volumes"]
+        assert service["ports"] == ["${JUPYTER_BIND:-127.0.0.1}:${JUPYTER_HOST_PORT:-8888}:8888"]
+    devices = gpu["deploy"]["resources"]["reservations"]["devices"]
     assert devices == [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]
-    assert ".:/workspace" in service["volumes"]
-    assert service["ports"] == ["${JUPYTER_HOST_PORT:-8888}:8888"]
+    assert "deploy" not in cpu and cpu["profiles"] == ["cpu"]  # `docker compose up` starts only the GPU one
 
 
-def test_devcontainer_uses_gpus_and_the_image_user() -> None:
+def test_devcontainer_asks_for_gpus_only_where_there_are_some() -> None:
     config = json.loads((REPO_ROOT / ".devcontainer/devcontainer.json").read_text())
     assert config["image"] == f"${{localEnv:PUDEV_IMAGE:{_default_tag()}}}"
-    assert "--gpus=all" in config["runArgs"]
+    assert config["hostRequirements"]["gpu"] == "optional"
+    assert not any("gpus" in arg for arg in config["runArgs"])  # would fail on a host without GPUs
     assert config["remoteUser"] == config["containerUser"] == "dev"
     assert config["updateRemoteUserUID"] is True
     assert config["workspaceFolder"] == "/workspace"

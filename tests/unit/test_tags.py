@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 
 from pudev.common.errors import PudevError
-from pudev.publish import parse_target
-from pudev.tags import ImageFacts, compute_tags
+from pudev.release.tags import ImageFacts, compute_tags
 
 FACTS = ImageFacts(torch="2.5.1", cuda="12.1", python="3.11", revision="0123456789abcdef" * 2 + "01234567",
                    created="2026-11-30T08:00:00+00:00")
@@ -24,19 +23,3 @@ def test_image_content_must_match_the_variant() -> None:
 def test_unknown_revision_gets_no_sha_tag() -> None:
     facts = ImageFacts("2.4.1", "12.1", "3.11", "unknown", "2026-01-02T00:00:00Z")
     assert compute_tags(facts, variant="cu121", is_default=False) == ["2.4.1-cu121-py3.11", "cu121", "cu121-20260102"]
-
-
-@pytest.mark.parametrize(("registry", "host", "repository"), [
-    ("ghcr.io/my-org", "ghcr.io", "my-org/pytorch-universal-dev"),
-    ("127.0.0.1:5000", "127.0.0.1:5000", "pytorch-universal-dev"),
-    ("registry.cn-hangzhou.aliyuncs.com/ns/", "registry.cn-hangzhou.aliyuncs.com", "ns/pytorch-universal-dev"),
-])
-def test_registry_targets(registry: str, host: str, repository: str) -> None:
-    target = parse_target(registry, "pudev-local/pytorch-universal-dev")
-    assert (target.host, target.repository) == (host, repository)
-
-
-@pytest.mark.parametrize("registry", ["", "my-org", "Bad Host//x", "ghcr.io/org:tag", "http://ghcr.io/org"])
-def test_malformed_registry_references(registry: str) -> None:
-    with pytest.raises(PudevError, match="invalid --registry"):
-        parse_target(registry, "pytorch-universal-dev")

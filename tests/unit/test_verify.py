@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pudev.image.drivers import judge_driver
-from pudev.image.verify import Check, Facts, evaluate, exit_code, render
+from pudev.config.loader import load_matrix
+from pudev.image.drivers import MINIMUM_DRIVER, judge_driver
+from pudev.image.verify import Check, arch_covered, evaluate, exit_code, render
+from pudev.image.verify_facts import Facts
+from pudev.paths import VARIANTS_FILE
 
 GIB = 1024**3
 HEALTHY = Facts(
@@ -42,11 +45,12 @@ def test_no_gpu_names_the_usual_cause() -> None:
 
 
 @pytest.mark.parametrize(("driver", "cuda", "level"), [
-    ("520.61.05", "11.8", "ok"), ("470.82.01", "11.8", "warning"), ("440.33.01", "11.8", "error"),
-    ("530.30.02", "12.1", "ok"), ("525.85.12", "12.1", "warning"), ("520.61.05", "12.1", "error"),
-    ("535.104.05", "12.4", "warning"), ("550.54.14", "12.4", "ok"),
-    ("580.159.03", "13.0", "ok"), ("580.30", "13.0", "warning"), ("575.57.08", "13.0", "error"),
-    ("580.159.03", "13.2", "warning"), ("570.86.10", "13.2", "error"),
+    ("520.61.05", "11.8", "ok"), ("470.82.01", "11.8", "warn"), ("440.33.01", "11.8", "fail"),
+    ("530.30.02", "12.1", "ok"), ("525.85.12", "12.1", "warn"), ("520.61.05", "12.1", "fail"),
+    ("535.104.05", "12.4", "warn"), ("550.54.14", "12.4", "ok"),
+    ("560.35.05", "12.6", "ok"), ("535.104.05", "12.6", "warn"), ("520.61.05", "12.6", "fail"),
+    ("580.159.03", "13.0", "ok"), ("580.30", "13.0", "warn"), ("575.57.08", "13.0", "fail"),
+    ("595.58.03", "13.2", "ok"), ("580.159.03", "13.2", "warn"), ("570.86.10", "13.2", "fail"),
 ])
 def test_driver_minimums(driver: str, cuda: str, level: str) -> None:
     assert judge_driver(driver, cuda).level == level
@@ -54,7 +58,35 @@ def test_driver_minimums(driver: str, cuda: str, level: str) -> None:
 
 def test_unknown_cuda_major_is_not_blamed_on_the_driver() -> None:
     verdict = judge_driver("600.10", "14.0")
-    assert verdict.level == "warning" and "no known minimum driver for CUDA 14.0" in verdict.message
+    assert verdict.level == "warn" and "no known minimum driver for CUDA 14.0" in verdict.message
+
+
+def test_every_cuda_in_the_matrix_has_a_driver_minimum() -> None:
+    """verify judges torch's CUDA and each toolkit's: the table must know every release the matrix ships."""
+    matrix = load_matrix(VARIANTS_FILE)
+    releases = {v.cuda for v in matrix.variants.values()} | {t.version for v in matrix.variants.values()
+                                                              for t in v.toolkits}
+    assert releases <= set(MINIMUM_DRIVER), releases - set(MINIMUM_DRIVER)
+
+
+@pytest.mark.parametrize(("capability", "arch_list", "covered"), [
+    ("8.6", ["sm_80", "sm_90"], True),  # sm_80 code runs on 8.6 (same major, lower minor)
+    ("12.0", ["sm_50", "sm_80", "sm_90", "compute_90"], True),  # PTX for 9.0 JIT-compiles on Blackwell
+    ("12.0", ["sm_50", "sm_80", "sm_90"], False),  # a CUDA 12.1 build on an RTX 50xx
+    ("7.5", ["sm_80", "sm_90", "compute_90"], False),  # PTX only runs on equal or newer GPUs
+    ("10.0", ["sm_100a", "sm_120"], True),
+])
+def test_arch_coverage(capability: str, arch_list: list[str], covered: bool) -> None:
+    assert arch_covered(capability, arch_list) is covered
+
+
+def test_a_gpu_torch_has_no_kernels_for_fails_with_the_fix() -> None:
+    facts = replace(HEALTHY, gpu_capabilities=[("NVIDIA GeForce RTX 5090", "12.0")],
+                    torch_arch_list=["sm_50", "sm_60", "sm_70", "sm_80", "sm_86", "sm_90"])
+    check = _by_name(evaluate(facts))["gpu arch"]
+    assert check.status == "fail" and "no kernel image is available" in check.detail and "sm_120" in check.fix
+    fine = _by_name(evaluate(replace(facts, torch_arch_list=["sm_90", "sm_120"])))["gpu arch"]
+    assert fine.status == "ok" and "sm_120" in fine.detail
 
 
 def test_old_driver_fails_with_the_minimum_in_the_message() -> None:
@@ -122,6 +154,7 @@ def test_toolkit_version_from_version_json_or_nvcc(tmp_path: Path) -> None:
     assert nvcc_release("bash: nvcc: command not found") is None
     with_json, with_nvcc_only, empty = tmp_path / "json", tmp_path / "nvcc", tmp_path / "empty"
     (with_json / "bin").mkdir(parents=True)
+    (with_json / "bin" / "nvcc").write_text("")
     (with_json / "version.json").write_text('{"cuda": {"name": "CUDA SDK", "version": "11.8.89"}}')
     (with_nvcc_only / "bin").mkdir(parents=True)
     nvcc = with_nvcc_only / "bin" / "nvcc"
@@ -129,6 +162,8 @@ def test_toolkit_version_from_version_json_or_nvcc(tmp_path: Path) -> None:
     nvcc.chmod(0o755)
     empty.mkdir()
     assert toolkit_version(str(with_json)) == "11.8"
+    (with_json / "bin" / "nvcc").unlink()
+    assert toolkit_version(str(with_json)) is None  # version.json alone is no toolkit
     assert toolkit_version(str(with_nvcc_only)) == "12.4"
     assert toolkit_version(str(empty)) is None
     assert toolkit_version("") is None

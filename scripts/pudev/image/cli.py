@@ -24,7 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pudev", description="PyTorch Universal Dev tools (inside the image).")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     selftest = commands.add_parser("selftest", help="run the image's own test suite")
-    selftest.add_argument("--cpu-only", action="store_true", help="leave out the GPU checks")
+    half = selftest.add_mutually_exclusive_group()
+    half.add_argument("--cpu-only", action="store_true", help="leave out the GPU checks (the CPU half)")
+    half.add_argument("--gpu-only", action="store_true", help="only the GPU checks, which then must run")
     selftest.add_argument("--junit", default="", metavar="PATH", help="also write a JUnit XML report")
     selftest.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest (after --)")
     commands.add_parser("record", help="print what this image was built to contain")
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
             from pudev.image import selftest as runner
 
             extra = [arg for arg in args.pytest_args if arg != "--"]
-            return runner.run(extra, cpu_only=args.cpu_only, junit=args.junit)
+            return runner.run(extra, cpu_only=args.cpu_only, gpu_only=args.gpu_only, junit=args.junit)
         if args.command == "record":
             from pudev.image.record import main as record_main
 

@@ -5,9 +5,12 @@ pip list, conda list where conda exists, and dpkg's package list."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from pudev.image.record import load
@@ -22,13 +25,17 @@ def collect() -> dict[str, Any]:
     import torch
 
     record = load()
-    nvcc = {}
+    nvcc, toolkits = {}, []
     for toolkit in record.toolkits:
         output = _run(f"{toolkit.path}/bin/nvcc", "--version").strip().splitlines()
         nvcc[toolkit.version] = output[-2] if len(output) >= 2 else "missing"
+        release = re.search(r"V(\d+\.\d+\.\d+)", nvcc[toolkit.version])
+        toolkits.append({"version": toolkit.version, "path": toolkit.path,
+                         "nvcc": release.group(1) if release else "missing"})
     packages = json.loads(_run(sys.executable, "-m", "pip", "list", "--format=json") or "[]")
     conda = json.loads(_run("conda", "list", "--json") or "[]") if shutil.which("conda") else None
-    dpkg = [line.split("\t") for line in _run("dpkg-query", "-W", "-f=${Package}\t${Version}\n").splitlines()]
+    dpkg = [line.split("\t") for line in _run("dpkg-query", "-W", "-f=${Package}\t${Version}\t${Architecture}\n")
+            .splitlines()]
     return {
         "variant": record.variant,
         "torch": torch.__version__,
@@ -40,8 +47,17 @@ def collect() -> dict[str, Any]:
         "pip": [{"name": p["name"], "version": p["version"]} for p in packages],
         "conda": None if conda is None else [{"name": p["name"], "version": p["version"],
                                               "channel": p.get("channel", "")} for p in conda],
-        "dpkg": [{"name": name, "version": version} for name, version in dpkg],
+        "dpkg": [{"name": name, "version": version, "arch": arch} for name, version, arch in dpkg],
+        "os": os_release(),
+        "toolkits": toolkits,
+        "record": asdict(record),
     }
+
+
+def os_release(path: Path = Path("/etc/os-release")) -> dict[str, str]:
+    """ID and VERSION_ID (debian 12, ubuntu 24.04): what OS package URLs name."""
+    fields = dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+    return {key.lower(): fields.get(key, "").strip('"') for key in ("ID", "VERSION_ID")}
 
 
 def main() -> int:

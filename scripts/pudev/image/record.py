@@ -27,6 +27,12 @@ class ToolkitRecord:
     path: str
     max_gcc: int
     host_compiler: str  # the g++ nvcc of this toolkit uses ("g++" or e.g. "g++-11")
+    arch_list: str  # TORCH_CUDA_ARCH_LIST while this toolkit is active
+
+    @property
+    def installed(self) -> bool:
+        """The record says what was built in; the disk says what is still there."""
+        return Path(self.path, "bin", "nvcc").is_file()
 
 
 @dataclass(frozen=True)
@@ -38,11 +44,16 @@ class ImageRecord:
     python: str
     default_toolkit: str
     cuda_arch_list: str
+    cxx_standard: str
     mirror: str
     build_mirror: str
     user: str
     toolkits: list[ToolkitRecord]
-    packages: dict[str, str] = field(default_factory=dict)
+    # What went into the build: name -> {"source": image or file, "digest": ...}, and the commit.
+    inputs: dict[str, dict[str, str]] = field(default_factory=dict)
+    revision: str = ""
+    packages: dict[str, str] = field(default_factory=dict)  # what the image installed from its lock
+    base_packages: dict[str, str] = field(default_factory=dict)  # what the base shipped (kept as it was)
 
     def toolkit(self, version: str) -> ToolkitRecord:
         for toolkit in self.toolkits:
@@ -81,6 +92,15 @@ def host_compiler_for(max_gcc: int) -> str:
     raise SystemExit(f"record: no g++ <= {max_gcc} installed for a toolkit whose nvcc refuses newer ones")
 
 
+def parse_inputs(specs: list[str]) -> dict[str, dict[str, str]]:
+    """["base=IMAGE=DIGEST", "lock L=FILE=sha256:HEX"] -> {"base": {"source": IMAGE, "digest": DIGEST}, ...}."""
+    inputs = {}
+    for spec in specs:
+        name, source, digest = spec.split("=", 2)
+        inputs[name] = {"source": source, "digest": "" if digest in ("", "sha256:") else digest}
+    return inputs
+
+
 def load(path: Path = RECORD_PATH) -> ImageRecord:
     data = json.loads(path.read_text())
     toolkits = [ToolkitRecord(**toolkit) for toolkit in data.pop("toolkits")]
@@ -90,13 +110,14 @@ def load(path: Path = RECORD_PATH) -> ImageRecord:
 def write(args: argparse.Namespace) -> ImageRecord:
     toolkits = []
     for spec in args.toolkit:
-        version, _, max_gcc = spec.partition(":")
+        version, max_gcc, arch_list = spec.split(":", 2)
         toolkits.append(
             ToolkitRecord(
                 version=version,
                 path=f"/usr/local/cuda-{version}",
                 max_gcc=int(max_gcc),
                 host_compiler=host_compiler_for(int(max_gcc)),
+                arch_list=arch_list,
             )
         )
     record = ImageRecord(
@@ -107,12 +128,19 @@ def write(args: argparse.Namespace) -> ImageRecord:
         python=args.python,
         default_toolkit=args.default_toolkit,
         cuda_arch_list=args.arch_list,
+        cxx_standard=args.cxx_standard,
         mirror=args.mirror,
         build_mirror=args.build_mirror,
         user=args.user,
         toolkits=toolkits,
-        packages=read_lock(Path(args.lock)),
+        inputs=parse_inputs(args.input),
+        revision=args.revision,
+        packages={},
+        base_packages=read_lock(Path(args.base_packages)),
     )
+    # The lock minus what the base ships: those were left as the base had them.
+    record.packages.update({name: version for name, version in read_lock(Path(args.lock)).items()
+                            if name not in record.base_packages})
     Path(args.path).parent.mkdir(parents=True, exist_ok=True)
     Path(args.path).write_text(json.dumps(asdict(record), indent=2, sort_keys=True) + "\n")
     return record
@@ -125,11 +153,14 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("path", nargs="?", default=str(RECORD_PATH))
     writer = commands.add_parser("write", help="write the record (build time)")
     writer.add_argument("path")
-    for option in ("lock", "variant", "image", "torch", "cuda", "python", "default-toolkit", "arch-list"):
+    for option in ("lock", "variant", "image", "torch", "cuda", "python", "default-toolkit", "arch-list",
+                   "cxx-standard"):
         writer.add_argument(f"--{option}", required=True)
-    for option in ("mirror", "build-mirror", "user"):
+    for option in ("mirror", "build-mirror", "user", "base-packages"):
         writer.add_argument(f"--{option}", required=True)
-    writer.add_argument("--toolkit", action="append", required=True, help="VERSION:MAX_GCC")
+    writer.add_argument("--toolkit", action="append", required=True, help="VERSION:MAX_GCC:ARCH_LIST")
+    writer.add_argument("--input", action="append", default=[], help="NAME=SOURCE=DIGEST: what went into the build")
+    writer.add_argument("--revision", default="", help="the source commit")
     args = parser.parse_args(argv)
     if args.command == "write":
         record = write(args)

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 from pudev.common.table import render_table
 from pudev.image.cudaswitch import judge
 from pudev.image.drivers import judge_driver
+from pudev.image.verify_facts import Facts
 
 GIB = 1024**3
 SHM_FAIL_BYTES = 256 * 1024**2
@@ -25,29 +24,6 @@ SHM_WARN_BYTES = 1 * GIB
 SHM_FIX = "give the container more shared memory: docker run --shm-size=8g ... (or --ipc=host)"
 GPU_FIX = ("run the container with `docker run --gpus all ...` on a host with the NVIDIA driver and the "
            "NVIDIA Container Toolkit")
-
-
-@dataclass
-class Facts:
-    expected_cuda: str
-    torch_version: str
-    torch_cuda: str | None
-    cuda_available: bool
-    device_count: int
-    driver: str | None  # None when NVML is not reachable
-    nvml_error: str = ""
-    gpu_memory: list[tuple[str, int, int]] = field(default_factory=list)  # (name, free, total)
-    cudnn_version: int | None = None
-    cudnn_usable: bool | None = None  # None: not tried (no GPU)
-    nccl_version: str | None = None
-    cuda_home: str = ""
-    toolkit_version: str | None = None
-    host_compiler: str = "g++"
-    host_compiler_major: int | None = None
-    toolkit_max_gcc: int | None = None
-    shm_bytes: int = 0
-    pinned_ok: bool | None = None  # None: not tried (no GPU)
-    pinned_error: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,6 +55,40 @@ def _gpu_checks(facts: Facts) -> list[Check]:
     return checks
 
 
+def arch_covered(capability: str, arch_list: list[str]) -> bool:
+    """Whether torch ships code for a GPU: SASS for the same major at an equal or lower minor,
+    or PTX (compute_XY) at or below it that the driver can JIT."""
+    major, minor = (int(part) for part in capability.split("."))
+    for entry in arch_list:
+        kind, _, digits = entry.partition("_")
+        digits = digits.rstrip("af")
+        if not digits.isdigit() or len(digits) < 2:
+            continue
+        arch_major, arch_minor = int(digits[:-1]), int(digits[-1])
+        if kind == "sm" and arch_major == major and arch_minor <= minor:
+            return True
+        if kind == "compute" and (arch_major, arch_minor) <= (major, minor):
+            return True
+    return False
+
+
+def _arch_checks(facts: Facts) -> list[Check]:
+    checks = []
+    for name, capability in facts.gpu_capabilities:
+        if not facts.torch_arch_list or arch_covered(capability, facts.torch_arch_list):
+            continue
+        sm = "sm_" + capability.replace(".", "")
+        checks.append(Check("gpu arch", "fail", f"{name} is {sm}, which torch {facts.torch_version} has no kernels "
+                                                f"for ({' '.join(facts.torch_arch_list)}): CUDA calls fail with "
+                                                "'no kernel image is available for execution on the device'",
+                            f"use a variant whose torch lists {sm} (Blackwell, sm_100/sm_120, needs a CUDA 12.8 or "
+                            "newer build such as cu132)"))
+    if facts.gpu_capabilities and not checks:
+        shown = ", ".join(f"sm_{c.replace('.', '')}" for _, c in facts.gpu_capabilities)
+        checks.append(Check("gpu arch", "ok", f"torch has kernels for {shown}"))
+    return checks
+
+
 def _driver_checks(facts: Facts) -> list[Check]:
     if facts.driver is None:
         return [Check("driver", "skip", "no NVIDIA driver visible (NVML)", GPU_FIX)]
@@ -87,7 +97,7 @@ def _driver_checks(facts: Facts) -> list[Check]:
         if not cuda:
             continue
         verdict = judge_driver(facts.driver, cuda)
-        status = {"ok": "ok", "warning": "warn", "error": "fail"}[verdict.level]
+        status = verdict.level
         fix = "" if status == "ok" else "update the host's NVIDIA driver (or use the cu118 variant on old drivers)"
         checks.append(Check(label, status, verdict.message, fix))
     return checks
@@ -109,7 +119,7 @@ def _build_checks(facts: Facts) -> list[Check]:
                             "run `cuda-switch --list` and pick an installed toolkit"))
     elif facts.torch_cuda:
         verdict = judge(facts.toolkit_version, facts.torch_cuda)
-        status = {"ok": "ok", "warning": "warn", "error": "fail"}[verdict.level]
+        status = verdict.level
         major = facts.torch_cuda.split(".")[0]
         fix = f"switch to a CUDA {major}.x toolkit: `cuda-switch --list`, then `cuda-switch VERSION`" \
             if status == "fail" else ""
@@ -135,7 +145,7 @@ def _build_checks(facts: Facts) -> list[Check]:
 
 def evaluate(facts: Facts, *, cpu_only: bool = False) -> list[Check]:
     """Every check, in the order the table shows them."""
-    gpu = _gpu_checks(facts) + _driver_checks(facts)
+    gpu = _gpu_checks(facts) + _arch_checks(facts) + _driver_checks(facts)
     if cpu_only:
         gpu = [Check(c.name, "skip", f"--cpu: {c.detail}") if c.status != "ok" else c for c in gpu]
     shm_mib = facts.shm_bytes / 1024**2
@@ -179,10 +189,6 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(render(checks))
     return exit_code(checks)
-
-
-def shm_size(path: str = "/dev/shm") -> int:
-    return shutil.disk_usage(path).total if os.path.isdir(path) else 0
 
 
 if __name__ == "__main__":

@@ -1,17 +1,48 @@
-"""Gather what `pudev verify` judges: from torch, NVML, the image record and the
-environment. Kept apart from the decisions so those can be tested without a GPU."""
+"""What `pudev verify` judges (Facts), gathered from torch, NVML, the image record
+and the environment. Kept apart from the decisions so those can be tested without a GPU."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pudev.image.nvml import NvmlUnavailableError, PynvmlSource
 from pudev.image.record import gcc_major, load
-from pudev.image.verify import Facts, shm_size
+
+
+@dataclass
+class Facts:
+    expected_cuda: str
+    torch_version: str
+    torch_cuda: str | None
+    cuda_available: bool
+    device_count: int
+    driver: str | None  # None when NVML is not reachable
+    nvml_error: str = ""
+    gpu_memory: list[tuple[str, int, int]] = field(default_factory=list)  # (name, free, total)
+    gpu_capabilities: list[tuple[str, str]] = field(default_factory=list)  # (name, "9.0")
+    torch_arch_list: list[str] = field(default_factory=list)  # torch.cuda.get_arch_list(): sm_90, compute_90
+    cudnn_version: int | None = None
+    cudnn_usable: bool | None = None  # None: not tried (no GPU)
+    nccl_version: str | None = None
+    cuda_home: str = ""
+    toolkit_version: str | None = None
+    host_compiler: str = "g++"
+    host_compiler_major: int | None = None
+    toolkit_max_gcc: int | None = None
+    shm_bytes: int = 0
+    pinned_ok: bool | None = None  # None: not tried (no GPU)
+    pinned_error: str = ""
+
+
+def shm_size(path: str = "/dev/shm") -> int:
+    return shutil.disk_usage(path).total if os.path.isdir(path) else 0
+
 
 _NVCC_RELEASE = re.compile(r"release (\d+\.\d+),")
 
@@ -24,8 +55,8 @@ def nvcc_release(output: str) -> str | None:
 
 def toolkit_version(cuda_home: str) -> str | None:
     """"12.1" for the toolkit at cuda_home: its version.json, else what its nvcc says."""
-    if not cuda_home:
-        return None
+    if not cuda_home or not (Path(cuda_home) / "bin" / "nvcc").is_file():
+        return None  # a toolkit whose compiler is gone is no toolkit, whatever its version.json says
     try:
         data = json.loads((Path(cuda_home) / "version.json").read_text())
         full = str(data.get("cuda", {}).get("version", ""))
@@ -74,6 +105,10 @@ def collect() -> Facts:
     except NvmlUnavailableError as error:
         facts.nvml_error = str(error).split(" (NVML: ")[-1].rstrip(")")
     if facts.cuda_available:
+        facts.torch_arch_list = list(torch.cuda.get_arch_list())
+        for index in range(facts.device_count):
+            major, minor = torch.cuda.get_device_capability(index)
+            facts.gpu_capabilities.append((torch.cuda.get_device_name(index), f"{major}.{minor}"))
         _try_gpu_paths(facts)
     return facts
 

@@ -1,0 +1,101 @@
+"""Run a build plan: stream BuildKit's progress, name the failing stage, and tag
+only on success (BuildKit names the image as its very last step, so a failed or
+interrupted build creates or moves no tag)."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import signal
+import subprocess
+import sys
+import time
+from typing import TextIO
+
+from pudev.build.buildlock import build_lock
+from pudev.build.buildlog import find_failure
+from pudev.build.labels import base_labels
+from pudev.build.plan import BuildPlan
+from pudev.common.errors import PudevError
+from pudev.engine import docker, images
+
+LOG_LINES_KEPT = 4000
+
+
+def _stream(process: subprocess.Popen[str], sink: TextIO, kept: collections.deque[str]) -> None:
+    assert process.stdout is not None
+    for line in process.stdout:
+        sink.write(line)
+        sink.flush()
+        kept.append(line)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """Cancel the build: the client's SIGINT makes BuildKit drop the solve and its containers."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def with_engine_inputs(plan: BuildPlan) -> BuildPlan:
+    """The plan plus the digests (or, for images built here, the ids) of its base and toolkit images."""
+
+    def identity(ref: str) -> str:
+        digest, image_id = images.identity(ref)
+        return digest or image_id
+
+    toolkits = {f"TOOLKIT_{slot}_DIGEST": identity(toolkit.image)
+                for slot, toolkit in zip(("A", "B"), plan.variant.toolkits, strict=True)}
+    inputs = {**plan.inputs, "BASE_DIGEST": identity(plan.variant.base_image), **toolkits}
+    return dataclasses.replace(plan, inputs=inputs)
+
+
+def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
+    """Build and tag; returns the image id. Raises PudevError with the failing stage."""
+    docker.require_daemon()
+    # The record names the base's and toolkits' digests, so they must be here (pulled if need be) first.
+    for needed in (plan.variant.base_image, *(toolkit.image for toolkit in plan.variant.toolkits)):
+        docker.ensure_local(needed)
+    plan = with_engine_inputs(plan)
+    command = [docker.require_buildkit(), *plan.docker_args(base_labels(*images.identity(plan.variant.base_image)))]
+    kept: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
+    with build_lock(plan.tag):
+        replaced = docker.image_id(plan.tag)
+        started = time.monotonic()
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=docker.docker_env(), bufsize=1
+        )
+        try:
+            _stream(process, sink, kept)
+            returncode = process.wait()
+        except KeyboardInterrupt:
+            _stop(process)
+            raise PudevError(f"build of {plan.tag} interrupted: no tag was created or moved", exit_code=130) from None
+        finally:
+            _stop(process)
+        if returncode != 0:
+            raise _failure(plan, list(kept), returncode)
+        image = docker.image_id(plan.tag)
+        if image is None:
+            raise PudevError(f"build of {plan.tag} finished but the engine has no such image; rerun the build")
+        if replaced and replaced != image:
+            docker.drop_if_untagged(replaced)
+    print(f"pudev: built {plan.tag} ({image[7:19]}) in {time.monotonic() - started:.0f} s", file=sink, flush=True)
+    return image
+
+
+def _failure(plan: BuildPlan, lines: list[str], returncode: int) -> PudevError:
+    failure = find_failure(lines)
+    if failure is None:
+        reason = docker.last_line("".join(lines[-20:]))
+        message = f"build of {plan.tag} failed (docker exit {returncode}): {reason}"
+        return PudevError(message, detail="".join(lines[-15:]))
+    detail = "\n".join(f"  | {line}" for line in failure.log_tail) or "  | (the step printed nothing)"
+    return PudevError(
+        f"build of {plan.tag} {failure.summary()}: {failure.error}",
+        detail=f"last lines of its log:\n{detail}",
+    )

@@ -1,0 +1,15 @@
+"""`pudev matrix --json`: the variant matrix as the CI workflow's job matrix."""
+
+from __future__ import annotations
+
+import json
+
+from pudev.config.model import Matrix
+
+
+def matrix_json(matrix: Matrix) -> str:
+    include = [{"variant": v.name, "image": v.image, "torch": v.torch, "cuda": v.cuda, "python": v.python,
+                "base_image": v.base_image, "toolkits": ",".join(v.toolkit_versions),
+                "default_toolkit": v.default_toolkit, "latest": v.name == matrix.default_variant}
+               for v in matrix.variants.values()]
+    return json.dumps({"include": include}, separators=(",", ":"))

@@ -1,0 +1,95 @@
+"""OCI labels for a build, from the variant and the git checkout.
+
+`created` is the commit time, not the wall clock, so rebuilding the same source
+gives the same image id (and its recorded test pass stays valid). Labels hold
+only what may be published: the source is a repository URL or absent, never a
+local path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+
+from pudev.config.model import Variant
+from pudev.paths import REPO_ROOT
+
+OCI = "org.opencontainers.image"
+PUDEV = "org.pudev"
+_SCP_REMOTE = re.compile(r"^[\w.-]+@(?P<host>[\w.-]+):(?P<path>[\w./-]+)$")
+_URL = re.compile(r"^https?://[\w.-]+(:\d+)?/[\w./-]+$")
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    revision: str  # full commit id, "-dirty" appended when the tree has changes
+    created: str  # RFC 3339 commit time
+    url: str  # https://host/owner/repo, or "" when the checkout has no public remote
+
+
+def _git(*args: str) -> str:
+    """git's answer, or "" where there is no git or no checkout (labels then say less)."""
+    try:
+        result = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
+    except OSError:
+        return ""
+    return result.stdout.strip() if result.returncode == 0 else ""
+
+
+def source_info() -> SourceInfo:
+    revision = _git("rev-parse", "HEAD") or "unknown"
+    if revision != "unknown" and _git("status", "--porcelain", "--untracked-files=no"):
+        revision += "-dirty"
+    # SOURCE_DATE_EPOCH (reproducible-builds convention) wins; a checkout without commits uses today.
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    created = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(epoch))) if epoch.isdigit()
+               else _git("log", "-1", "--format=%cI") or time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime()))
+    url = public_url(os.environ.get("PUDEV_SOURCE_URL") or _git("remote", "get-url", "origin"))
+    return SourceInfo(revision=revision, created=created, url=url)
+
+
+def public_url(remote: str) -> str:
+    """git@github.com:o/r.git -> https://github.com/o/r; a path, file:// or anything else -> ""."""
+    remote = remote.strip()
+    scp = _SCP_REMOTE.match(remote)
+    if scp:
+        remote = f"https://{scp['host']}/{scp['path']}"
+    remote = re.sub(r"^(https?://)[^/@]+@", r"\1", remote)  # never publish credentials in a URL
+    remote = remote.removesuffix(".git")
+    return remote if _URL.match(remote) else ""
+
+
+def build_labels(variant: Variant, source: SourceInfo) -> dict[str, str]:
+    labels = {
+        f"{OCI}.title": f"PyTorch Universal Dev ({variant.name})",
+        f"{OCI}.description": (f"PyTorch {variant.torch} (CUDA {variant.cuda}) with CUDA toolkits "
+                               f"{' + '.join(variant.toolkit_versions)}, JupyterLab and zsh"),
+        f"{OCI}.version": f"{variant.torch}-{variant.name}",
+        f"{OCI}.revision": source.revision,
+        f"{OCI}.created": source.created,
+        f"{OCI}.licenses": "MIT",
+        f"{OCI}.base.name": variant.base_image,
+        f"{PUDEV}.variant": variant.name,
+        f"{PUDEV}.torch": variant.torch,
+        f"{PUDEV}.cuda": variant.cuda,
+        f"{PUDEV}.toolkits": ",".join(f"{t.version}={t.image}" for t in variant.toolkits),
+        f"{PUDEV}.default-toolkit": variant.default_toolkit,
+        f"{PUDEV}.python": variant.python,
+        f"{PUDEV}.mirror": variant.mirror,
+    }
+    if source.url:
+        labels[f"{OCI}.source"] = source.url
+    return labels
+
+
+def base_labels(digest: str, image_id: str) -> dict[str, str]:
+    """What only the engine knows at build time: the base's manifest digest and local id."""
+    labels = {}
+    if digest:
+        labels[f"{OCI}.base.digest"] = digest
+    if image_id:
+        labels[f"{PUDEV}.base.id"] = image_id
+    return labels

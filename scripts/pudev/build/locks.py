@@ -1,0 +1,38 @@
+"""The hashed lock a variant's image installs: where it lives, and the check that
+it exists and is really hashed before any build starts."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pudev.common.inputs import InputFile
+from pudev.config.model import Variant
+from pudev.paths import REQUIREMENTS_DIR
+
+_PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*==\S+", re.MULTILINE)
+
+
+def lock_dir() -> Path:
+    return REQUIREMENTS_DIR / "lock"
+
+
+def lock_path(variant: Variant) -> Path:
+    return lock_dir() / f"{variant.lock}.txt"
+
+
+def tools_lock_path() -> Path:
+    return lock_dir() / "build-tools.txt"
+
+
+def require_lock(variant: Variant, *, profile: str = "") -> Path:
+    """The variant's lock, checked: present, a file, UTF-8, pins with hashes."""
+    command = f"pudev lock --profile {profile}" if profile else f"pudev lock {variant.name}"
+    source = InputFile(lock_path(variant), "lock", f"variant {variant.name}'s lock '{variant.lock}'",
+                       f"run `{command}`")
+    text = source.read_text()
+    if not _PIN.search(text):
+        raise source.fail("pins no package (no NAME==VERSION lines)")
+    if "--hash=sha256:" not in text:
+        raise source.fail("has no --hash pins, so the build could not check what it downloads")
+    return source.path

@@ -1,0 +1,5 @@
+import sys
+
+from pudev.cli import main
+
+sys.exit(main())

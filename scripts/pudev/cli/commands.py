@@ -1,0 +1,283 @@
+"""What each `pudev` command does with a parsed request. Each handler resolves
+the selection once and hands plans or variants to the stage that does the work."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+from pudev.build.plan import BuildPlan, local_tag
+from pudev.cli.request import Request
+from pudev.common.errors import PudevError
+from pudev.config.selection import Selected, resolve
+
+
+def _plans(request: Request, selected: Selected) -> list[BuildPlan]:
+    """Plans for the selected variants: locks and CA bundle checked, nothing asked of Docker."""
+    from pudev.build.cabundle import resolve_ca_bundle
+    from pudev.build.labels import build_labels, source_info
+    from pudev.build.locks import require_lock
+
+    locks = {variant.name: require_lock(variant, profile=request.selection.profile) for variant in selected.variants}
+    ca_bundle = resolve_ca_bundle(request.build.ca_bundle, disabled=request.build.no_ca_bundle)
+    source = source_info()
+    return [BuildPlan(variant=variant, ca_bundle=ca_bundle, labels=build_labels(variant, source),
+                      cache_from=request.build.cache_from, cache_to=request.build.cache_to,
+                      no_cache=request.build.no_cache,
+                      inputs={"LOCK_SHA256": hashlib.sha256(locks[variant.name].read_bytes()).hexdigest(),
+                              "SOURCE_REVISION": source.revision})
+            for variant in selected.variants]
+
+
+def cmd_variants(request: Request) -> int:
+    from pudev.config.table import variants_markdown, variants_table
+
+    matrix = resolve(request.selection, require_names=False).matrix
+    print(variants_markdown(matrix) if request.options.markdown else variants_table(matrix))
+    return 0
+
+
+def cmd_plan(request: Request) -> int:
+    # The client is named as configured, never probed: a plan is the same with or without Docker.
+    docker = os.environ.get("PUDEV_DOCKER", "").strip() or "docker"
+    for plan in _plans(request, resolve(request.selection)):
+        print(f"# {plan.variant.name}: run from any directory")
+        print(plan.shell_command(docker))
+    return 0
+
+
+def cmd_build(request: Request) -> int:
+    from pudev.build.builder import run_build
+
+    for plan in _plans(request, resolve(request.selection)):  # bad input fails before any build starts
+        run_build(plan)
+    return 0
+
+
+def _half(request: Request) -> str:
+    return "cpu" if request.options.cpu_only else "gpu" if request.options.gpu_only else "all"
+
+
+def cmd_test(request: Request) -> int:
+    """Local builds by variant (or profile), or pushed candidates by digest."""
+    from pudev.devtools.testrun import run_image_tests
+    from pudev.release.candidate_tests import run_candidate_tests
+    from pudev.release.targets import is_image_reference, parse_digest_ref
+
+    options = request.options
+    junit = Path(options.junit) if options.junit else None
+    refs = [name for name in request.selection.names if is_image_reference(name)]
+    if refs:
+        if len(refs) != len(request.selection.names):
+            raise PudevError("pudev test takes variant names or image references by digest, not both")
+        for text in refs:
+            code = run_candidate_tests(parse_digest_ref(text, flag="pudev test"), half=_half(request),
+                                  timeout=options.timeout, junit=junit, pytest_args=list(request.pytest_args))
+            if code != 0:
+                return code
+        return 0
+    for variant in resolve(request.selection).variants:
+        outcome = run_image_tests(local_tag(variant), timeout=options.timeout, half=_half(request), junit=junit,
+                                  pytest_args=list(request.pytest_args))
+        if outcome.code != 0:
+            return outcome.code
+    return 0
+
+
+def _tags(selected: Selected) -> list[tuple[str, list[str]]]:
+    from pudev.release.tags import compute_tags, read_facts
+
+    return [(local_tag(variant), compute_tags(read_facts(local_tag(variant)), variant=variant.name,
+                                              is_default=variant.name == selected.matrix.default_variant))
+            for variant in selected.variants]
+
+
+def cmd_tags(request: Request) -> int:
+    for _, tags in _tags(resolve(request.selection)):
+        print("\n".join(tags))
+    return 0
+
+
+def cmd_manifest(request: Request) -> int:
+    from pudev.release.manifest import write_manifest
+    from pudev.release.manifest_diff import diff_manifests, load_manifest
+
+    if request.options.diff:
+        before, after = (load_manifest(item) for item in request.options.diff)
+        print(diff_manifests(before, after))
+        return 0
+    for variant in resolve(request.selection).variants:
+        for path in write_manifest(local_tag(variant), Path(request.options.out), variant.name):
+            print(f"wrote {path}")
+    return 0
+
+
+def cmd_push(request: Request) -> int:
+    from pudev.engine import images
+    from pudev.release.candidates import push_candidate
+    from pudev.release.targets import parse_target
+
+    for variant in resolve(request.selection).variants:
+        images.require_image(local_tag(variant), build_hint=f"pudev build {variant.name}")
+        candidate, tag = push_candidate(local_tag(variant), variant.name, parse_target(request.options.registry,
+                                                                                        variant.image))
+        print(f"candidate {candidate} (tag {tag})")
+        if request.options.ref_file:
+            Path(request.options.ref_file).write_text(f"{candidate}\n")
+    return 0
+
+
+def cmd_promote(request: Request) -> int:
+    import dataclasses
+
+    from pudev.release.promote import promote
+    from pudev.release.registry import RegistryClient
+    from pudev.release.targets import parse_digest_ref
+    from pudev.release.testresults import results
+
+    refs = list(request.selection.names)
+    if len(refs) != 1:
+        raise PudevError("pudev promote takes one candidate by digest: REGISTRY/REPO-candidates@sha256:...")
+    candidate = parse_digest_ref(refs[0], flag="pudev promote")
+    client = RegistryClient(candidate.target.api)
+    client.ping()
+    tested = results(client, candidate)
+    variant_name = tested[-1].variant if tested else ""
+    # The variant (with the profile and flags applied) says which halves must have passed.
+    names = () if request.selection.profile or not variant_name else (variant_name,)
+    selected = resolve(dataclasses.replace(request.selection, names=names), require_names=False)
+    variant = selected.variants[0] if selected.variants else None
+    if variant is None:
+        raise PudevError(f"{candidate} has no test result at all: run `pudev test {candidate}` first")
+    is_default = variant.name == selected.matrix.default_variant
+    release, tags = promote(candidate, variant=variant.name, is_default=is_default, required=variant.required_tests,
+                            client=client)
+    print(f"promoted {release}: {', '.join(tags)}")
+    return 0
+
+
+def cmd_sbom(request: Request) -> int:
+    from pudev.release.sbom_io import fetch_sbom, push_sbom, write_sbom
+
+    options = request.options
+    (reference,) = request.selection.names or ("",)
+    if not reference:
+        raise PudevError("pudev sbom takes one image: a built variant's tag or REGISTRY/REPO@sha256:...")
+    if options.fetch:
+        text = fetch_sbom(reference)
+    else:
+        text = write_sbom(reference)
+        if options.push:
+            print(f"pushed {push_sbom(reference, text)}", file=sys.stderr)
+    if options.out == "-":
+        print(text)
+    else:
+        Path(options.out).write_text(text)
+        print(f"wrote {options.out}")
+    return 0
+
+
+def cmd_pin(request: Request) -> int:
+    from pudev.config.loader import variants_input
+    from pudev.release.pin import pin_file
+
+    source = variants_input(request.selection.variants_file)
+    changes = pin_file(source)
+    for old, new in changes.items():
+        print(f"{old} -> {new}")
+    print(f"pinned {len(changes)} image(s) in {source.path}")
+    return 0
+
+
+def cmd_matrix(request: Request) -> int:
+    from pudev.build.cimatrix import matrix_json
+
+    print(matrix_json(resolve(request.selection, require_names=False).matrix))
+    return 0
+
+
+def cmd_bake(request: Request) -> int:
+    from pudev.build.bake import bake_json
+
+    text = bake_json(resolve(request.selection, require_names=False).matrix)
+    if request.options.out == "-":
+        print(text, end="")
+    else:
+        Path(request.options.out).write_text(text)
+        print(f"wrote {request.options.out}")
+    return 0
+
+
+def cmd_bench_build(request: Request) -> int:
+    import dataclasses
+
+    from pudev.devtools.benchbuild import bench_build
+
+    selection = request.selection
+    if not selection.profile and not selection.names:
+        selection = dataclasses.replace(selection, profile="local")
+    (variant,) = resolve(selection).variants
+    compare = Path(request.options.compare) if request.options.compare else None
+    print(bench_build(Path(request.options.out), variant, selection.profile, compare))
+    print(f"wrote {request.options.out}")
+    return 0
+
+
+def cmd_clean(request: Request) -> int:
+    from pudev.engine import docker
+
+    matrix = resolve(request.selection, require_names=False).matrix
+    tags = [local_tag(variant) for variant in matrix.variants.values()]
+    docker.run(["rmi", *tags], check=False)
+    print(f"removed local tags: {', '.join(tags)}")
+    return 0
+
+
+def cmd_standins(request: Request) -> int:
+    from pudev.build.cabundle import resolve_ca_bundle
+    from pudev.devtools.standins import build_standins
+
+    for line in build_standins(resolve_ca_bundle(request.build.ca_bundle, disabled=request.build.no_ca_bundle)):
+        print(line)
+    return 0
+
+
+def cmd_profiles(request: Request) -> int:
+    from pudev.config.profiles import profile_names
+
+    print("\n".join(profile_names()))
+    return 0
+
+
+def cmd_lock(request: Request) -> int:
+    from pudev.config.table import with_table
+    from pudev.devtools.locking import write_locks
+    from pudev.paths import REPO_ROOT
+
+    selected = resolve(request.selection, require_names=False)
+    chosen = list(selected.variants) or list(selected.matrix.variants.values())
+    # A lock shared by several variants is resolved for all of them, whichever one was named.
+    names = {variant.lock for variant in chosen}
+    sharing = [variant for variant in selected.matrix.variants.values() if variant.lock in names]
+    for path in write_locks(sharing, without_base=request.options.without_base):
+        print(f"wrote {path}")
+    # The README's variant table is derived from the matrix too: refreshed with the locks.
+    readme = REPO_ROOT / "README.md"
+    if not request.selection.profile and readme.is_file():
+        text = readme.read_text()
+        updated = with_table(text, selected.matrix)
+        if updated != text:
+            readme.write_text(updated)
+            print(f"updated the variant table in {readme}")
+    return 0
+
+
+HANDLERS = {
+    "variants": cmd_variants, "plan": cmd_plan, "build": cmd_build, "test": cmd_test, "tags": cmd_tags,
+    "manifest": cmd_manifest, "push": cmd_push, "promote": cmd_promote, "sbom": cmd_sbom, "pin": cmd_pin,
+    "matrix": cmd_matrix, "bake": cmd_bake,
+    "bench-build": cmd_bench_build, "clean": cmd_clean, "standins": cmd_standins, "profiles": cmd_profiles,
+    "lock": cmd_lock,
+}

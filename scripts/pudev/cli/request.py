@@ -1,0 +1,53 @@
+"""The command line, parsed once into a typed request: which variants, which
+overrides, which build options. Nothing here reads a file or asks Docker."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from pudev.config.overrides import Override, parse_assignments, parse_toolkit_images
+from pudev.config.selection import Selection
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    ca_bundle: str | None  # --ca-bundle; None: the host's PIP_CERT / SSL_CERT_FILE / REQUESTS_CA_BUNDLE
+    no_ca_bundle: bool
+    cache_from: tuple[str, ...]
+    cache_to: tuple[str, ...]
+    no_cache: bool
+
+
+@dataclass(frozen=True)
+class Request:
+    command: str
+    selection: Selection
+    build: BuildOptions
+    options: argparse.Namespace  # the command's own options (--out, --registry, ...)
+    pytest_args: tuple[str, ...] = ()  # after `--`, for `pudev test`
+
+
+def _flag_overrides(args: argparse.Namespace) -> list[Override]:
+    found = parse_assignments(args.assignments)
+    found += parse_toolkit_images(args.toolkit_image)
+    for key, flag in (("base_image", "--base-image"), ("mirror", "--mirror"), ("build_mirror", "--build-mirror")):
+        value = getattr(args, key)
+        if value:
+            found.append(Override(key, value, f"{flag} {value}"))
+    return found
+
+
+def request_from(args: argparse.Namespace, pytest_args: list[str]) -> Request:
+    selection = Selection(
+        names=tuple(getattr(args, "names", None) or ()),
+        variants_file=Path(args.variants_file) if args.variants_file else None,
+        profile=args.profile,
+        overrides=tuple(_flag_overrides(args)),
+        pull_mirror=args.pull_mirror,
+    )
+    build = BuildOptions(ca_bundle=args.ca_bundle, no_ca_bundle=args.no_ca_bundle,
+                         cache_from=tuple(args.cache_from), cache_to=tuple(args.cache_to), no_cache=args.no_cache)
+    return Request(command=args.command, selection=selection, build=build, options=args,
+                   pytest_args=tuple(pytest_args))

@@ -1,0 +1,75 @@
+"""Which variants a command works on, with what changes: the variant file loaded
+once, the profile and the flags' overrides applied, pull mirrors rewritten."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from pudev.common.errors import PudevError
+from pudev.common.imageref import parse_image_ref
+from pudev.config.loader import read_variant_file, variants_input
+from pudev.config.model import Matrix, Variant
+from pudev.config.overrides import Override
+from pudev.config.profiles import load_profile
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What the command line asked for, before anything is read."""
+
+    names: tuple[str, ...] = ()
+    variants_file: Path | None = None  # None: docker/variants.toml
+    profile: str = ""
+    overrides: tuple[Override, ...] = ()
+    pull_mirror: str = ""
+
+
+@dataclass(frozen=True)
+class Selected:
+    matrix: Matrix
+    variants: tuple[Variant, ...]
+
+
+def resolve(selection: Selection, *, require_names: bool = True) -> Selected:
+    names = list(selection.names)
+    overrides = list(selection.overrides)
+    if selection.profile:
+        profile = load_profile(selection.profile)
+        names = names or [profile.variant]
+        overrides = [*profile.overrides, *overrides]
+    variant_file = read_variant_file(variants_input(selection.variants_file))  # read once
+    declared = variant_file.declared
+    if names == ["all"]:
+        names = list(declared.variants)
+    if not names and require_names:
+        raise PudevError(f"name a variant: {', '.join(declared.variants)} (or `all`)")
+    for name in names:
+        declared.get(name)  # unknown names fail here, listing the valid ones
+    matrix = variant_file.with_overrides({name: overrides for name in names}) if overrides else declared
+    variants = [matrix.get(name) for name in names]
+    if selection.pull_mirror:
+        variants = [through_pull_mirror(variant, selection.pull_mirror) for variant in variants]
+        matrix = dataclasses.replace(matrix, variants={**matrix.variants, **{v.name: v for v in variants}})
+    return Selected(matrix, tuple(variants))
+
+
+def through_pull_mirror(variant: Variant, prefix: str) -> Variant:
+    """Base and toolkit images pulled through `prefix` (a registry mirror or pull-through proxy)."""
+    toolkits = tuple(dataclasses.replace(t, image=with_pull_mirror(t.image, prefix)) for t in variant.toolkits)
+    return dataclasses.replace(variant, base_image=with_pull_mirror(variant.base_image, prefix), toolkits=toolkits)
+
+
+def with_pull_mirror(reference: str, prefix: str) -> str:
+    """docker.io/pytorch/pytorch:x -> PREFIX/pytorch/pytorch:x (official images keep library/)."""
+    ref = parse_image_ref(reference)
+    mirror = parse_image_ref(prefix.rstrip("/") + "/x")
+    if ref is None or mirror is None or not mirror.domain:
+        raise PudevError(f"--pull-mirror {prefix}: not a registry; write HOST[/PATH], e.g. registry.example.cn/mirror")
+    if ref.domain and ref.domain not in ("docker.io", "index.docker.io"):
+        raise PudevError(f"--pull-mirror {prefix}: only Docker Hub images are mirrored, and {reference} comes from "
+                         f"{ref.domain}; drop --pull-mirror or use --base-image / --toolkit-image")
+    path = ref.path if "/" in ref.path else f"library/{ref.path}"
+    suffix = (f":{ref.tag}" if ref.tag else "") + (f"@{ref.digest}" if ref.digest else "")
+    return f"{prefix.rstrip('/')}/{path}{suffix}"

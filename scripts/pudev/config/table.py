@@ -1,0 +1,41 @@
+"""The matrix as people read it: `pudev variants` in a terminal, and
+`pudev variants --markdown` for the README (a test keeps the README's copy current)."""
+
+from __future__ import annotations
+
+from pudev.common.table import render_table
+from pudev.config.model import Matrix, Variant
+
+HEADERS = ["variant", "torch", "CUDA", "Python", "base image", "toolkits (* = CUDA_HOME)", "arch list (CUDA_HOME)"]
+
+
+def _row(matrix: Matrix, variant: Variant) -> list[str]:
+    latest = " (latest)" if variant.name == matrix.default_variant else ""
+    toolkits = " + ".join(f"{t.version}{'*' if t.version == variant.default_toolkit else ''}"
+                          for t in variant.toolkits)
+    return [variant.name + latest, variant.torch, variant.cuda, variant.python, variant.base_image, toolkits,
+            variant.default.arch_list]
+
+
+def variants_table(matrix: Matrix) -> str:
+    return render_table(HEADERS, [_row(matrix, variant) for variant in matrix.variants.values()])
+
+
+def variants_markdown(matrix: Matrix) -> str:
+    rows = [_row(matrix, variant) for variant in matrix.variants.values()]
+    lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+MARKERS = ("<!-- variants:start -->\n", "\n<!-- variants:end -->")
+
+
+def with_table(readme: str, matrix: Matrix) -> str:
+    """The README text with its generated variant table replaced (unchanged without the markers)."""
+    start, end = MARKERS
+    if start not in readme or end not in readme:
+        return readme
+    before, rest = readme.split(start, 1)
+    _, after = rest.split(end, 1)
+    return f"{before}{start}{variants_markdown(matrix)}{end}{after}"

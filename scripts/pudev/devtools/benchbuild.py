@@ -1,0 +1,147 @@
+"""`pudev bench-build`: how fast the stand-in cu121 build is, cold and after the
+usual edits, and how big its layers are. Stand-ins must already be built.
+
+Scenarios, in order: cold (BuildKit's whole cache emptied, download caches in
+cache mounts included; the stand-in images stay), an in-image tool file
+edited, one pinned requirement changed, MIRROR changed, and a no-op rebuild.
+Every edit is undone afterwards and the normal image rebuilt. Emptying the
+cache affects every build on this engine, so run it where that is fine (CI).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pudev.build.locks import lock_path
+from pudev.build.plan import local_tag
+from pudev.common.errors import PudevError
+from pudev.common.table import render_table
+from pudev.config.model import Variant
+from pudev.devtools.locking import base_packages, compile_lock
+from pudev.engine import docker
+from pudev.paths import REPO_ROOT, REQUIREMENTS_DIR
+from pudev.release.manifest import layer_history
+
+TOOL_FILE = REPO_ROOT / "scripts/pudev/image/gpumon.py"
+TARGETS = {"tool-edit": 0.05, "requirement-change": 0.35, "no-op": 0.02}
+PROBE_PACKAGE = "tqdm"
+
+
+@dataclass
+class Measurement:
+    scenario: str
+    seconds: float
+    ratio: float
+    rebuilt: list[str]
+
+
+def _pudev(*args: str) -> tuple[float, str]:
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "pudev.cli", *args], cwd=REPO_ROOT, capture_output=True,
+                            text=True, check=False)
+    elapsed = time.monotonic() - started
+    if result.returncode != 0:
+        raise PudevError(f"pudev {' '.join(args)} failed during the benchmark: "
+                         f"{docker.last_line(result.stderr or result.stdout)}")
+    return elapsed, result.stdout
+
+
+def rebuilt_steps(log: str) -> list[str]:
+    """The build steps that ran (DONE without CACHED), as '[stage k/n] INSTRUCTION'.
+    FROM lines are left out: BuildKit resolves base images on every build."""
+    headers = {step: " ".join(text.split())[:90] for step, text in
+               re.findall(r"^#(\d+) (\[[\w.-]+\s+\d+/\d+\] (?!FROM ).*)$", log, re.MULTILINE)}
+    cached = set(re.findall(r"^#(\d+) CACHED", log, re.MULTILINE))
+    done = re.findall(r"^#(\d+) DONE", log, re.MULTILINE)
+    return [headers[step] for step in dict.fromkeys(done) if step in headers and step not in cached]
+
+
+def _changed_lock(variant: Variant) -> str:
+    """The variant's lock with PROBE_PACKAGE at another release, resolved the way `make lock` does."""
+    lock = lock_path(variant)
+    current = re.search(rf"^{PROBE_PACKAGE}==(\S+)", lock.read_text(), re.MULTILINE)
+    if current is None:
+        raise PudevError(f"{lock} pins no {PROBE_PACKAGE}; the benchmark changes that pin")
+    with tempfile.TemporaryDirectory() as folder:
+        output = Path(folder) / "lock.txt"
+        constraints = [*base_packages(variant.base_image), f"{PROBE_PACKAGE}!={current.group(1)}"]
+        compile_lock(REQUIREMENTS_DIR / "image.in", output, python=variant.python, platform=variant.platform,
+                     constraints=constraints)
+        return output.read_text()
+
+
+def _measure(profile: str, scenario: str, args: list[str], cold: float | None) -> Measurement:
+    seconds, log = _pudev("build", "--profile", profile, *args)
+    ratio = seconds / cold if cold else 1.0
+    return Measurement(scenario, seconds, ratio, rebuilt_steps(log))
+
+
+def run_scenarios(variant: Variant, profile: str) -> list[Measurement]:
+    lock = lock_path(variant)
+    original_tool, original_lock = TOOL_FILE.read_text(), lock.read_text()
+    docker.run(["builder", "prune", "--all", "--force"], timeout=1800)
+    results = [_measure(profile, "cold", ["--no-cache"], None)]
+    cold = results[0].seconds
+    try:
+        TOOL_FILE.write_text(original_tool + f"\n# bench-build probe {time.time()}\n")
+        results.append(_measure(profile, "tool-edit", [], cold))
+        TOOL_FILE.write_text(original_tool)
+        lock.write_text(_changed_lock(variant))
+        results.append(_measure(profile, "requirement-change", [], cold))
+        lock.write_text(original_lock)
+        results.append(_measure(profile, "mirror-change", ["--mirror", "tuna"], cold))
+        results.append(_measure(profile, "no-op", ["--mirror", "tuna"], cold))
+    finally:
+        TOOL_FILE.write_text(original_tool)
+        lock.write_text(original_lock)
+        _pudev("build", "--profile", profile)  # leave the normal image behind
+    return results
+
+
+def size_report(image: str, base: str) -> dict[str, Any]:
+    info, base_info = docker.inspect_image(image), docker.inspect_image(base)
+    if info is None or base_info is None:
+        raise PudevError(f"{image} or its base {base} is missing; build them first")
+    layers = layer_history(image)
+    own = layers[len(layer_history(base)):]
+    return {"image": image, "size": info["Size"], "base_size": base_info["Size"],
+            "added_over_base": info["Size"] - base_info["Size"], "layers": own}
+
+
+def render(results: list[Measurement], sizes: dict[str, Any], previous: dict[str, float] | None = None) -> str:
+    rows = []
+    for item in results:
+        target = TARGETS.get(item.scenario)
+        verdict = "-" if target is None else ("ok" if item.ratio <= target else f"MISSED (<= {target:.0%})")
+        before = (previous or {}).get(item.scenario)
+        rows.append([item.scenario, f"{item.seconds:.1f}", "-" if before is None else f"{before:.1f}",
+                     f"{item.ratio:.1%}", len(item.rebuilt), verdict])
+    mib = 1024**2
+    lines = [render_table(["scenario", "seconds", "previous run", "of cold", "steps run", "target"], rows), "",
+             f"image {sizes['size'] / mib:.0f} MiB = base {sizes['base_size'] / mib:.0f} MiB + "
+             f"{sizes['added_over_base'] / mib:.0f} MiB added", ""]
+    lines.append(render_table(["MiB", "instruction"], [[f"{layer['size'] / mib:.1f}", layer["created_by"][:100]]
+                                                        for layer in sizes["layers"] if layer["size"]]))
+    return "\n".join(lines)
+
+
+def bench_build(out: Path, variant: Variant, profile: str, compare: Path | None = None) -> str:
+    previous = None
+    if compare is not None:
+        earlier = json.loads(compare.read_text())
+        previous = {item["scenario"]: float(item["seconds"]) for item in earlier["scenarios"]}
+    results = run_scenarios(variant, profile)
+    sizes = size_report(local_tag(variant), variant.base_image)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                               "scenarios": [asdict(item) for item in results], "sizes": sizes,
+                               "targets": TARGETS}, indent=2) + "\n")
+    return render(results, sizes, previous)

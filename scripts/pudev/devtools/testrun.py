@@ -1,0 +1,92 @@
+"""`pudev test`: the in-image suite in a fresh, always-removed container, for a
+local build (`pudev test VARIANT`) or a pushed candidate by digest
+(`pudev test REGISTRY/REPO@sha256:...`), the CPU half, the GPU half or both.
+What ran is tallied per half from the suite's JUnit report."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.etree import ElementTree
+
+from pudev.common.errors import PudevError
+from pudev.engine import docker
+from pudev.engine.containers import TrackedContainer, sweep
+
+REPORT_MOUNT = "/pudev-report"
+GPU_MODULE = "test_gpu"  # the GPU half: every test in tests/image/test_gpu.py carries the gpu marker
+
+
+@dataclass
+class SuiteOutcome:
+    code: int
+    gpus: bool  # whether the container got GPUs
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)  # half -> passed/failed/skipped
+
+    def half_passed(self, half: str) -> bool:
+        """A half passed when its tests ran and none failed or skipped (a skipped GPU test proves nothing)."""
+        tally = self.counts.get(half, {})
+        return tally.get("passed", 0) > 0 and tally.get("failed", 0) == 0 and tally.get("skipped", 0) == 0
+
+
+def container_options(report_dir: Path, *, gpus: bool, require_gpu: bool) -> list[str]:
+    options = ["--shm-size", "2g", "--volume", f"{report_dir}:{REPORT_MOUNT}"]
+    if gpus:
+        options += ["--gpus", "all"]
+    environment = {variable: os.environ[variable] for variable in ("PUDEV_REQUIRE_GPU", "PUDEV_STRICT")
+                   if os.environ.get(variable)}
+    if require_gpu:
+        environment["PUDEV_REQUIRE_GPU"] = "1"
+    for key, value in environment.items():
+        options += ["--env", f"{key}={value}"]
+    return options
+
+
+def tally(junit: Path) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {half: {"passed": 0, "failed": 0, "skipped": 0} for half in ("cpu", "gpu")}
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        half = "gpu" if GPU_MODULE in (case.get("classname") or "").split(".") else "cpu"
+        if case.find("skipped") is not None:
+            counts[half]["skipped"] += 1
+        elif case.find("failure") is not None or case.find("error") is not None:
+            counts[half]["failed"] += 1
+        else:
+            counts[half]["passed"] += 1
+    return counts
+
+
+def run_image_tests(image: str, *, timeout: float, half: str = "all", junit: Path | None = None,
+                    pytest_args: list[str] | None = None) -> SuiteOutcome:
+    """Run the suite in `image` (present locally). `half`: all, cpu or gpu (gpu demands a GPU)."""
+    docker.require_daemon()
+    sweep()
+    gpus = docker.has_gpu_runtime()
+    print(f"pudev: testing {image} ({half}) {'with' if gpus else 'without'} GPUs", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(prefix="pudev-report-") as report_dir:
+        os.chmod(report_dir, 0o777)  # the image's non-root user writes the report
+        command = ["pudev", "selftest", "--junit", f"{REPORT_MOUNT}/junit.xml"]
+        if half != "all":
+            command.append(f"--{half}-only")
+        command += ["--", *(pytest_args or [])]
+        options = container_options(Path(report_dir), gpus=gpus, require_gpu=half == "gpu")
+        with TrackedContainer(image, purpose="test", options=options) as container:
+            code = container.run_attached(command, timeout=timeout)
+        report = Path(report_dir) / "junit.xml"
+        counts = tally(report) if report.exists() else {}
+        if junit is not None and report.exists():
+            junit.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(report, junit)
+    if code != 0:
+        _require_daemon_still_up(image)
+    return SuiteOutcome(code=code, gpus=gpus, counts=counts)
+
+
+def _require_daemon_still_up(image: str) -> None:
+    try:
+        docker.require_daemon()
+    except PudevError as error:
+        raise PudevError(f"the Docker daemon went away while testing {image}: {error}") from None

@@ -1,0 +1,148 @@
+"""The Docker CLI, found once and called through one place.
+
+pudev drives the engine through the `docker` command (not the SDK) because
+BuildKit builds, secrets and cache mounts need the CLI. Which client to use is
+configurable: PUDEV_DOCKER (or `make DOCKER=...`); otherwise the first client on
+PATH that can run BuildKit builds is chosen.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pudev.common.errors import PudevError
+
+START_HINT = (
+    "start one with `sudo systemctl start docker` (or `sudo dockerd &`), "
+    "or point DOCKER_HOST at a running engine"
+)
+
+
+def _can_buildkit(cli: str) -> bool:
+    """Docker 23+ clients build with BuildKit only through the buildx plugin;
+    older clients (20.10) build with BuildKit themselves when DOCKER_BUILDKIT=1."""
+    try:
+        version = subprocess.run(
+            [cli, "version", "--format", "{{.Client.Version}}"], check=False, capture_output=True, text=True, timeout=20
+        ).stdout.strip()
+        major = int(version.split(".")[0])
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return False
+    if major < 23:
+        return True
+    probe = subprocess.run([cli, "buildx", "version"], check=False, capture_output=True, text=True, timeout=20)
+    return probe.returncode == 0
+
+
+def _candidates() -> list[str]:
+    found = []
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        path = Path(directory) / "docker"
+        if path.is_file() and os.access(path, os.X_OK) and str(path) not in found:
+            found.append(str(path))
+    return found
+
+
+BUILDX_HINT = ("Docker 23 and newer build with BuildKit only through the buildx plugin: install it "
+               "(Debian: docker-buildx) or point PUDEV_DOCKER at a client that has it")
+
+
+@functools.cache
+def docker_cli() -> str:
+    configured = os.environ.get("PUDEV_DOCKER", "").strip()
+    if configured:
+        resolved = shutil.which(configured)
+        if resolved is None:
+            raise PudevError(f"PUDEV_DOCKER={configured} is not an executable docker client; fix the path")
+        return resolved
+    candidates = _candidates()
+    if not candidates:
+        raise PudevError("no `docker` command found: install the Docker CLI or set PUDEV_DOCKER=/path/to/docker")
+    for cli in candidates:
+        if _can_buildkit(cli):
+            return cli
+    raise PudevError(
+        f"no docker client on PATH can run BuildKit builds ({', '.join(candidates)}): {BUILDX_HINT}"
+    )
+
+
+def require_buildkit() -> str:
+    """The client, checked to run BuildKit builds (before a build fails with only a URL as its reason)."""
+    cli = docker_cli()
+    if not _can_buildkit(cli):
+        source = "PUDEV_DOCKER" if os.environ.get("PUDEV_DOCKER", "").strip() else "PATH"
+        raise PudevError(f"{cli} (from {source}) cannot run BuildKit builds: {BUILDX_HINT}")
+    return cli
+
+
+def docker_env() -> dict[str, str]:
+    return {**os.environ, "DOCKER_BUILDKIT": "1"}
+
+
+def run(args: Sequence[str], *, check: bool = True, timeout: float | None = 300) -> subprocess.CompletedProcess[str]:
+    """Run `docker ARGS`, capturing output. A failure becomes a one-line PudevError."""
+    command = [docker_cli(), *args]
+    try:
+        result = subprocess.run(command, check=False, capture_output=True, text=True, env=docker_env(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise PudevError(f"`docker {' '.join(args[:2])}` did not answer within {timeout:.0f} s") from None
+    if check and result.returncode != 0:
+        raise PudevError(f"`docker {' '.join(args[:3])}` failed: {last_line(result.stderr)}")
+    return result
+
+
+def last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+def require_daemon() -> None:
+    """Fail with the fix when no engine answers."""
+    result = run(["version", "--format", "{{.Server.Version}}"], check=False, timeout=30)
+    if result.returncode != 0 or not result.stdout.strip():
+        raise PudevError(f"cannot reach the Docker daemon ({last_line(result.stderr)}): {START_HINT}")
+
+
+def inspect_image(ref: str) -> dict[str, Any] | None:
+    result = run(["image", "inspect", ref], check=False)
+    if result.returncode != 0:
+        return None
+    data: list[dict[str, Any]] = json.loads(result.stdout)
+    return data[0]
+
+
+def image_id(ref: str) -> str | None:
+    info = inspect_image(ref)
+    return str(info["Id"]) if info else None
+
+
+def has_gpu_runtime() -> bool:
+    """True when containers can get GPUs: an nvidia runtime or the container toolkit's hook."""
+    result = run(["info", "--format", "{{json .Runtimes}}"], check=False)
+    if result.returncode == 0 and "nvidia" in result.stdout:
+        return True
+    return any(shutil.which(tool) for tool in ("nvidia-container-runtime-hook", "nvidia-container-cli"))
+
+
+def ensure_local(image: str) -> None:
+    """Pull `image` unless the engine already has it (output streams to the terminal)."""
+    if inspect_image(image) is not None:
+        return
+    result = subprocess.run([docker_cli(), "pull", image], env=docker_env(), check=False)
+    if result.returncode != 0:
+        raise PudevError(f"cannot pull {image}: behind a Docker Hub block, add --pull-mirror PREFIX "
+                         "(a registry mirror or pull-through proxy), or --base-image / --toolkit-image")
+
+
+def drop_if_untagged(image_id: str) -> None:
+    """Remove an image a rebuild replaced, unless something still names it (it holds GBs)."""
+    info = inspect_image(image_id)
+    if info is not None and not info.get("RepoTags"):
+        run(["rmi", image_id], check=False)

@@ -1,0 +1,35 @@
+"""Images on the engine: the one "must exist" check, their labels, and the
+identity (registry digest, local id) a build records for its inputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pudev.common.errors import PudevError
+from pudev.common.imageref import parse_image_ref
+from pudev.engine import docker
+
+
+def require_image(ref: str, *, build_hint: str = "pudev build VARIANT") -> dict[str, Any]:
+    """`docker image inspect` of `ref`, or the one-line error that says how to get it."""
+    info = docker.inspect_image(ref)
+    if info is None:
+        raise PudevError(f"no image {ref} here: build it first (`{build_hint}`)")
+    return info
+
+
+def labels_of(info: dict[str, Any]) -> dict[str, str]:
+    return dict((info.get("Config") or {}).get("Labels") or {})
+
+
+def identity(ref: str) -> tuple[str, str]:
+    """(manifest digest, local image id). The digest comes from a pinned reference or the
+    local copy's registry digest; images built here (stand-ins) have only an id."""
+    info = docker.inspect_image(ref) or {}
+    image_id = str(info.get("Id", ""))
+    parsed = parse_image_ref(ref)
+    if parsed is not None and parsed.digest:
+        return parsed.digest, image_id
+    for repo_digest in info.get("RepoDigests") or []:
+        return str(repo_digest).split("@", 1)[1], image_id
+    return "", image_id

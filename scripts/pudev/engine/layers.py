@@ -1,0 +1,110 @@
+"""What each layer of a built image holds, read from `docker save` (any engine,
+any storage driver), and where a layer adds data that a later one deletes or
+overwrites: the usual reason a cleanup step fails to shrink an image."""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import subprocess
+import tarfile
+from dataclasses import dataclass, field
+
+from pudev.common.errors import PudevError
+from pudev.engine import docker, images
+
+WHITEOUT = ".wh."
+OPAQUE = ".wh..wh..opq"
+
+
+@dataclass
+class Layer:
+    index: int
+    files: dict[str, int] = field(default_factory=dict)  # path -> size of regular files
+    deleted: list[str] = field(default_factory=list)  # whited-out paths
+    opaque: list[str] = field(default_factory=list)  # directories whose lower contents are hidden
+
+    @property
+    def size(self) -> int:
+        return sum(self.files.values())
+
+
+@dataclass(frozen=True)
+class Waste:
+    path: str
+    size: int
+    added_in: int
+    undone_in: int
+    how: str  # "deleted" or "overwritten"
+
+
+def _read_layer(index: int, stream: tarfile.TarFile) -> Layer:
+    layer = Layer(index)
+    for member in stream:
+        path = "/" + member.name.lstrip("./")
+        name = posixpath.basename(path)
+        if name == OPAQUE:
+            layer.opaque.append(posixpath.dirname(path))
+        elif name.startswith(WHITEOUT):
+            layer.deleted.append(posixpath.join(posixpath.dirname(path), name[len(WHITEOUT):]))
+        elif member.isfile():
+            layer.files[path] = member.size
+    return layer
+
+
+def read_layers(image: str) -> list[Layer]:
+    """Every layer of `image`, bottom first, without writing the archive to disk."""
+    process = subprocess.Popen([docker.docker_cli(), "save", image], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=docker.docker_env())
+    assert process.stdout is not None
+    by_name: dict[str, Layer] = {}
+    manifest: list[dict[str, object]] = []
+    with tarfile.open(fileobj=process.stdout, mode="r|") as archive:
+        for member in archive:
+            handle = archive.extractfile(member) if member.isfile() else None
+            if handle is None:
+                continue
+            if member.name == "manifest.json":
+                manifest = json.loads(handle.read())
+            elif member.name.endswith("layer.tar") or member.name.startswith("blobs/"):
+                with tarfile.open(fileobj=handle, mode="r|") as inner:
+                    by_name[member.name] = _read_layer(0, inner)
+    _, stderr = process.communicate()
+    if process.returncode != 0 or not manifest:
+        raise PudevError(f"`docker save {image}` failed: {docker.last_line(stderr.decode())}")
+    names = manifest[0]["Layers"]
+    assert isinstance(names, list)
+    layers = []
+    for index, name in enumerate(names):
+        layer = by_name.get(str(name), Layer(index))
+        layer.index = index
+        layers.append(layer)
+    return layers
+
+
+def _hidden_by(path: str, later: Layer) -> bool:
+    return any(path == gone or path.startswith(gone + "/") for gone in later.deleted) or any(
+        path.startswith(directory.rstrip("/") + "/") for directory in later.opaque
+    )
+
+
+def find_waste(layers: list[Layer], first: int, *, threshold: int = 0) -> list[Waste]:
+    """Files added in layers[first:] that a later layer deletes or overwrites."""
+    waste = []
+    for position, layer in enumerate(layers[first:], start=first):
+        for path, size in layer.files.items():
+            if size <= threshold:
+                continue
+            for later in layers[position + 1:]:
+                if path in later.files:
+                    waste.append(Waste(path, size, layer.index, later.index, "overwritten"))
+                    break
+                if _hidden_by(path, later):
+                    waste.append(Waste(path, size, layer.index, later.index, "deleted"))
+                    break
+    return sorted(waste, key=lambda item: -item.size)
+
+
+def base_layer_count(base_image: str) -> int:
+    info = images.require_image(base_image, build_hint="pudev standins")
+    return len(info["RootFS"]["Layers"])

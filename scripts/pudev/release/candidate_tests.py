@@ -1,0 +1,60 @@
+"""`pudev test REGISTRY/REPO@sha256:...`: pull a candidate by digest, run a half of
+the in-image suite in it (or both), and record each half's outcome against that
+digest in the registry, where `pudev promote` looks for it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pudev.common.errors import PudevError
+from pudev.devtools.testrun import run_image_tests
+from pudev.engine import docker, images
+from pudev.release import testresults
+from pudev.release.candidates import candidate_tag
+from pudev.release.registry import RegistryClient
+from pudev.release.tags import read_facts
+from pudev.release.targets import DigestRef
+from pudev.release.testresults import SuiteResult
+
+
+def _tag_of(client: RegistryClient, candidate: DigestRef, variant: str, image_id: str) -> str:
+    """The candidate tag `pudev push` gave this image, if it still points here (promote re-checks it)."""
+    tag = candidate_tag(variant, image_id)
+    return tag if client.digest(candidate.target.repository, tag) == candidate.digest else ""
+
+
+def run_candidate_tests(candidate: DigestRef, *, half: str, timeout: float, junit: Path | None,
+                   pytest_args: list[str]) -> int:
+    docker.require_daemon()
+    client = RegistryClient(candidate.target.api)
+    client.ping()
+    reference = str(candidate)
+    if docker.inspect_image(reference) is None:
+        pulled = docker.run(["pull", reference], check=False, timeout=7200)
+        if pulled.returncode != 0:
+            raise PudevError(f"cannot pull {reference}: {docker.last_line(pulled.stderr)}")
+    info = images.require_image(reference)
+    labels = images.labels_of(info)
+    variant = labels.get("org.pudev.variant", "")
+    if not variant:
+        raise PudevError(f"{reference} carries no org.pudev.variant label: it was not built by pudev")
+    facts = read_facts(reference)
+    outcome = run_image_tests(reference, timeout=timeout, half=half, junit=junit, pytest_args=pytest_args)
+    if pytest_args:
+        print("pudev: a run with pytest arguments is not recorded", file=sys.stderr, flush=True)
+        return outcome.code
+    tag = _tag_of(client, candidate, variant, str(info["Id"]))
+    for name in ("cpu", "gpu") if half == "all" else (half,):
+        counts = outcome.counts.get(name, {})
+        if name == "gpu" and half == "all" and counts.get("passed", 0) == 0:
+            print("pudev: no GPU test ran here, so no GPU result is recorded", file=sys.stderr, flush=True)
+            continue
+        passed = outcome.code == 0 and outcome.half_passed(name)
+        result = SuiteResult(digest=candidate.digest, half=name, passed=passed, variant=variant, candidate_tag=tag,
+                            facts={"torch": facts.torch, "cuda": facts.cuda, "python": facts.python,
+                                   "revision": facts.revision, "created": facts.created},
+                            counts=counts)
+        testresults.record(client, candidate, result)
+        print(f"pudev: recorded {name} {'pass' if passed else 'FAILURE'} for {reference}", flush=True)
+    return outcome.code

@@ -1,0 +1,69 @@
+"""`pudev push VARIANT --registry R`: push a built image once, by digest, to the
+candidate repository (R/<image>-candidates). Nothing users pull from: it is
+tested there by digest and promoted only after it passed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+
+from pudev.common.errors import PudevError
+from pudev.engine import docker, images
+from pudev.release.registry import RegistryClient
+from pudev.release.targets import DigestRef, Target
+
+_PUSHED_DIGEST = re.compile(r"digest: (sha256:[0-9a-f]{64})")
+
+
+def candidate_tag(variant: str, image_id: str) -> str:
+    """One tag per built image: the variant and the image id, so a rebuild never overwrites it."""
+    return f"{variant}-{image_id.removeprefix('sha256:')[:12]}"
+
+
+def _push_with_retries(remote: str, attempts: int) -> str:
+    delay = 1.0
+    for attempt in range(1, attempts + 1):
+        result = docker.run(["push", remote], check=False, timeout=7200)
+        if result.returncode == 0:
+            match = _PUSHED_DIGEST.search(result.stdout)
+            if match is None:
+                raise PudevError(f"push of {remote} printed no digest; check the engine's log")
+            return match.group(1)
+        reason = docker.last_line(result.stderr or result.stdout)
+        if attempt == attempts:
+            raise PudevError(f"push of {remote} failed after {attempts} tries: {reason}")
+        print(f"pudev: push of {remote} failed ({reason}); retrying in {delay:.0f} s", file=sys.stderr, flush=True)
+        time.sleep(delay)
+        delay *= 2
+    raise AssertionError("unreachable")
+
+
+def _config_digest(client: RegistryClient, target: Target, digest: str) -> str:
+    """A manifest's config digest, which is the local image id of the image it describes."""
+    body, _ = client.manifest(target.repository, digest)
+    return str(json.loads(body).get("config", {}).get("digest", ""))
+
+
+def push_candidate(local_tag: str, variant: str, target: Target) -> tuple[DigestRef, str]:
+    """Push once; returns the candidate by digest and its tag. A second push of the same
+    build finds it there and sends nothing."""
+    image_id = str(images.require_image(local_tag)["Id"])
+    candidates = target.candidates
+    tag = candidate_tag(variant, image_id)
+    attempts = int(os.environ.get("PUDEV_PUBLISH_ATTEMPTS", "4"))
+    client = RegistryClient(candidates.api, retries=attempts - 1)
+    client.ping()
+    remote = candidates.ref(tag)
+    existing = client.digest(candidates.repository, tag)
+    if existing is not None and _config_digest(client, candidates, existing) == image_id:
+        print(f"pudev: {remote} is already there ({existing[:19]}); nothing pushed", file=sys.stderr, flush=True)
+        return DigestRef(candidates, existing), tag
+    docker.run(["tag", local_tag, remote])
+    try:
+        digest = _push_with_retries(remote, attempts)
+    finally:
+        docker.run(["rmi", remote], check=False)  # the local name only; the image stays under its own tag
+    return DigestRef(candidates, digest), tag

@@ -1,0 +1,75 @@
+"""`pudev manifest VARIANT`: a build manifest (Markdown + JSON) read from the
+built image itself, the way jupyter/docker-stacks keeps one per image."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pudev.build.labels import OCI, PUDEV
+from pudev.engine import docker, images
+
+
+def layer_history(image: str) -> list[dict[str, Any]]:
+    lines = docker.run(["history", "--no-trunc", "--human=false", "--format", "{{json .}}", image]).stdout
+    layers = []
+    for line in reversed(lines.strip().splitlines()):  # docker lists newest first
+        entry = json.loads(line)
+        layers.append({"size": int(entry.get("Size", 0) or 0), "created_by": entry.get("CreatedBy", "")})
+    return layers
+
+
+def read_manifest(image: str) -> dict[str, Any]:
+    info = images.require_image(image)
+    labels = images.labels_of(info)
+    inventory = json.loads(docker.run(["run", "--rm", "--entrypoint", "pudev", image, "inventory"], timeout=900).stdout)
+    return {
+        "image": image,
+        "image_id": info["Id"],
+        "size": info["Size"],
+        "layers": layer_history(image),
+        "base": {"name": labels.get(f"{OCI}.base.name", ""), "digest": labels.get(f"{OCI}.base.digest", ""),
+                 "local_id": labels.get(f"{PUDEV}.base.id", "")},
+        "revision": labels.get(f"{OCI}.revision", ""),
+        "created": labels.get(f"{OCI}.created", ""),
+        "labels": labels,
+        **inventory,
+    }
+
+
+def _table(rows: list[tuple[str, str]], headers: tuple[str, str]) -> list[str]:
+    lines = [f"| {headers[0]} | {headers[1]} |", "|---|---|"]
+    lines += [f"| {a} | {b} |" for a, b in rows]
+    return lines
+
+
+def render_markdown(manifest: dict[str, Any]) -> str:
+    mb = 1024 * 1024
+    lines = [f"# Build manifest: `{manifest['image']}`", "",
+             f"- image id: `{manifest['image_id']}`", f"- size: {manifest['size'] / mb:.0f} MiB",
+             f"- base: `{manifest['base']['name']}` digest `{manifest['base']['digest'] or 'none (local image)'}`",
+             f"- git revision: `{manifest['revision']}` ({manifest['created']})",
+             f"- torch {manifest['torch']}, CUDA {manifest['cuda']}, cuDNN {manifest['cudnn']}, "
+             f"Python {manifest['python']}", "", "## CUDA toolkits", ""]
+    lines += _table([(version, text) for version, text in manifest["nvcc"].items()], ("toolkit", "nvcc --version"))
+    lines += ["", "## Layers", ""]
+    lines += _table([(f"{layer['size'] / mb:.1f} MiB", f"`{layer['created_by'][:120]}`")
+                     for layer in manifest["layers"]], ("size", "created by"))
+    lines += ["", "## Python packages (pip list)", ""]
+    lines += _table([(p["name"], p["version"]) for p in manifest["pip"]], ("package", "version"))
+    if manifest.get("conda") is not None:
+        lines += ["", "## Conda packages (conda list)", ""]
+        lines += _table([(p["name"], p["version"]) for p in manifest["conda"]], ("package", "version"))
+    lines += ["", "## Debian packages (dpkg -l)", ""]
+    lines += _table([(p["name"], p["version"]) for p in manifest["dpkg"]], ("package", "version"))
+    return "\n".join(lines) + "\n"
+
+
+def write_manifest(image: str, out_dir: Path, stem: str) -> tuple[Path, Path]:
+    manifest = read_manifest(image)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out_dir / f"{stem}.json", out_dir / f"{stem}.md"
+    json_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    md_path.write_text(render_markdown(manifest))
+    return json_path, md_path

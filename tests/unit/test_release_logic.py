@@ -1,0 +1,124 @@
+"""Release logic without a registry: which results allow a promotion, references by
+digest, the candidate tag, the SBOM from an inventory, manifest diffs, suite tallies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pudev.common.errors import PudevError
+from pudev.devtools.testrun import SuiteOutcome, tally
+from pudev.release.artifacts import fallback_tag
+from pudev.release.candidates import candidate_tag
+from pudev.release.manifest_diff import diff_manifests
+from pudev.release.promote import passing_results
+from pudev.release.sbom import build_sbom, component_versions
+from pudev.release.targets import DigestRef, Target, is_image_reference, parse_digest_ref, parse_target
+from pudev.release.testresults import SuiteResult
+
+DIGEST = "sha256:" + "ab" * 32
+CANDIDATE = DigestRef(Target("127.0.0.1:5000", "org/dev-candidates"), DIGEST)
+
+
+def _result(half: str, passed: bool, variant: str = "cu130", when: str = "2026-11-30T10:00:00Z") -> SuiteResult:
+    return SuiteResult(digest=DIGEST, half=half, passed=passed, variant=variant, candidate_tag="cu130-abc",
+                      facts={"torch": "3.1.0", "cuda": "13.0", "python": "3.12", "revision": "r", "created": "c"},
+                      tested_at=when)
+
+
+def test_promotion_needs_a_pass_of_every_required_half() -> None:
+    with pytest.raises(PudevError, match="has no cpu test result, so it was never tested"):
+        passing_results(CANDIDATE, [], ("cpu",), "cu130")
+    with pytest.raises(PudevError, match="has no gpu test result"):
+        passing_results(CANDIDATE, [_result("cpu", True)], ("cpu", "gpu"), "cu130")
+    with pytest.raises(PudevError, match="failed its gpu test"):
+        passing_results(CANDIDATE, [_result("cpu", True), _result("gpu", False)], ("cpu", "gpu"), "cu130")
+    with pytest.raises(PudevError, match="was tested as variant cu129, not cu130"):
+        passing_results(CANDIDATE, [_result("cpu", True, "cu129")], ("cpu",), "cu130")
+    assert passing_results(CANDIDATE, [_result("cpu", True), _result("gpu", True)], ("cpu", "gpu"), "cu130").passed
+
+
+def test_the_latest_result_of_a_half_counts() -> None:
+    later_pass = [_result("cpu", False, when="2026-11-30T10:00:00Z"), _result("cpu", True, when="2026-11-30T11:00:00Z")]
+    assert passing_results(CANDIDATE, later_pass, ("cpu",), "cu130").passed
+    later_fail = [_result("cpu", True, when="2026-11-30T10:00:00Z"), _result("cpu", False, when="2026-11-30T11:00:00Z")]
+    with pytest.raises(PudevError, match="failed its cpu test"):
+        passing_results(CANDIDATE, later_fail, ("cpu",), "cu130")
+
+
+def test_references_and_repositories() -> None:
+    target = parse_target("127.0.0.1:5000/org", "pudev-local/dev")
+    assert target == Target("127.0.0.1:5000", "org/dev")
+    assert target.candidates.repository == "org/dev-candidates" and target.candidates.release == target
+    ref = parse_digest_ref(f"127.0.0.1:5000/org/dev-candidates@{DIGEST}", flag="promote")
+    assert str(ref) == f"127.0.0.1:5000/org/dev-candidates@{DIGEST}"
+    with pytest.raises(PudevError, match="promote cu121: not a reference by digest"):
+        parse_digest_ref("cu121", flag="promote")
+    assert is_image_reference(f"ghcr.io/o/x@{DIGEST}") and is_image_reference("ghcr.io/o/x:tag")
+    assert not is_image_reference("cu121") and not is_image_reference("all")
+    assert fallback_tag(DIGEST) == "sha256-" + "ab" * 32
+    assert candidate_tag("cu121", "sha256:0123456789abcdef") == "cu121-0123456789ab"
+
+
+@pytest.mark.parametrize("registry", ["", "my-org", "Bad Host//x", "ghcr.io/org:tag", "http://ghcr.io/org"])
+def test_malformed_registry_references(registry: str) -> None:
+    with pytest.raises(PudevError, match="not a registry"):
+        parse_target(registry, "pytorch-universal-dev")
+
+
+def test_suite_tally_by_half(tmp_path: Path) -> None:
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite>'
+        '<testcase classname="test_versions" name="a"/>'
+        '<testcase classname="test_versions" name="b"><failure/></testcase>'
+        '<testcase classname="test_gpu" name="c"><skipped message="no GPU"/></testcase>'
+        '<testcase classname="test_gpu" name="d"/></testsuite></testsuites>')
+    counts = tally(junit)
+    assert counts == {"cpu": {"passed": 1, "failed": 1, "skipped": 0}, "gpu": {"passed": 1, "failed": 0, "skipped": 1}}
+    outcome = SuiteOutcome(code=1, gpus=False, counts=counts)
+    assert not outcome.half_passed("cpu") and not outcome.half_passed("gpu")  # a skipped GPU test proves nothing
+
+
+INVENTORY = {
+    "variant": "cu130", "torch": "3.1.0+cu130", "cuda": "13.0", "cudnn": 91000, "python": "3.12.3",
+    "default_toolkit": "13.0", "os": {"id": "ubuntu", "version_id": "24.04"},
+    "pip": [{"name": "torch", "version": "3.1.0"}, {"name": "numpy", "version": "2.4.0"}],
+    "conda": None,
+    "dpkg": [{"name": "zsh", "version": "5.9-6", "arch": "amd64"},
+             {"name": "libc6", "version": "2.39", "arch": "amd64"},
+             {"name": "libc6", "version": "2.39", "arch": "i386"}],
+    "toolkits": [{"version": "12.9", "path": "/usr/local/cuda-12.9", "nvcc": "12.9.86"},
+                 {"version": "13.0", "path": "/usr/local/cuda-13.0", "nvcc": "13.0.88"}],
+}
+
+
+def test_sbom_from_an_inventory_is_valid_cyclonedx() -> None:
+    text = build_sbom(INVENTORY, name="ghcr.io/o/dev", digest=DIGEST)  # raises unless schema-valid
+    data = json.loads(text)
+    assert data["specVersion"] == "1.6" and data["metadata"]["component"]["version"] == DIGEST
+    versions = component_versions(text)
+    assert versions["pypi:torch"] == "3.1.0+cu130" and versions["deb:zsh"] == "5.9-6"
+    torch = next(c for c in data["components"] if c["name"] == "torch")
+    assert {"name": "pudev:torch:cuda", "value": "13.0"} in torch["properties"]
+    toolkits = sorted(c["version"] for c in data["components"] if c["name"] == "cuda-toolkit")
+    assert toolkits == ["12.9.86", "13.0.88"]
+    purls = [c["purl"] for c in data["components"]]
+    assert "pkg:deb/ubuntu/zsh@5.9-6?arch=amd64&distro=ubuntu-24.04" in purls
+    assert sum(1 for purl in purls if purl.startswith("pkg:deb/ubuntu/libc6@")) == 2  # one per architecture
+
+
+def test_manifest_diff_names_every_kind_of_change() -> None:
+    before = {"image": "a", "pip": [{"name": "numpy", "version": "2.3.0"}, {"name": "tqdm", "version": "4"}],
+              "dpkg": [{"name": "zsh", "version": "5.8"}],
+              "record": {"inputs": {"base": {"source": "x", "digest": "sha256:1"}}, "revision": "r1"}}
+    after = {"image": "b", "pip": [{"name": "numpy", "version": "2.4.0"}, {"name": "scipy", "version": "1.17"}],
+             "dpkg": [{"name": "zsh", "version": "5.8"}],
+             "record": {"inputs": {"base": {"source": "x", "digest": "sha256:2"}}, "revision": "r2"}}
+    text = diff_manifests(before, after)
+    assert "  ~ base x@sha256:1 -> x@sha256:2" in text and "  ~ revision r1 -> r2" in text
+    assert "  ~ numpy 2.3.0 -> 2.4.0" in text and "  + scipy 1.17" in text and "  - tqdm 4" in text
+    assert "dpkg packages:" not in text
+    assert "no package changed" in diff_manifests(before, before)
