@@ -104,7 +104,7 @@ def test_invalid_toolkit_image_shorthand() -> None:
     ("git@github.com:org/repo.git", "https://github.com/org/repo"),
     ("https://github.com/org/repo.git", "https://github.com/org/repo"),
     ("https://user:token@example.com/org/repo", "https://example.com/org/repo"),
-    ("/work/main", ""), ("file:///srv/git/repo.git", ""), ("../repo", ""), ("", ""),
+    ("/srv/checkouts/project", ""), ("file:///srv/git/repo.git", ""), ("../repo", ""), ("", ""),
 ])
 def test_the_source_label_is_a_public_url_or_nothing(remote: str, url: str) -> None:
     assert public_url(remote) == url
