@@ -3,8 +3,6 @@ discovered later, at build or tagging time)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pudev.config.model import Toolkit, Variant
 from pudev.config.schema import ARCH, FieldError
 
@@ -84,7 +82,3 @@ def _check_toolkit(where: str, toolkit: Toolkit) -> None:
         raise FieldError(f"{where}field 'cuda_arch_list': arch {bad[0]} cannot be compiled by CUDA "
                          f"{toolkit.version} (its nvcc covers {toolkit.min_arch} to {toolkit.max_arch}); drop it "
                          "from that toolkit's list", "cuda_arch_list", prefix + "min_arch", prefix + "max_arch")
-
-
-def describe(value: Any) -> str:
-    return value if isinstance(value, str) else repr(value)

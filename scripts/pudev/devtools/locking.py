@@ -41,14 +41,13 @@ def uv_command() -> str:
 
 def base_packages(image: str) -> list[str]:
     """NAME==VERSION for every distribution the base image ships (torch's family left out)."""
-    if docker.inspect_image(image) is None:
-        try:
-            docker.ensure_local(image)
-        except PudevError:
-            raise PudevError(f"base image {image} is not here and could not be pulled, and the lock must respect "
-                             "what it ships: build it (`pudev standins` for a stand-in), pull it through "
-                             "--pull-mirror, or pass --without-base (the build then keeps the base's own "
-                             "versions)") from None
+    try:
+        docker.ensure_local(image)
+    except PudevError:
+        raise PudevError(f"base image {image} is not here and could not be pulled, and the lock must respect "
+                         "what it ships: build it (`pudev standins` for a stand-in), pull it through "
+                         "--pull-mirror, or pass --without-base (the build then keeps the base's own "
+                         "versions)") from None
     result = docker.run(["run", "--rm", "--entrypoint", "python3", image, "-c", LIST_SCRIPT], timeout=600)
     pins = set()
     for line in result.stdout.splitlines():

@@ -131,14 +131,17 @@ def has_gpu_runtime() -> bool:
     return any(shutil.which(tool) for tool in ("nvidia-container-runtime-hook", "nvidia-container-cli"))
 
 
-def ensure_local(image: str) -> None:
+PULL_HINT = ("behind a Docker Hub block, add --pull-mirror PREFIX (a registry mirror or pull-through proxy), "
+             "or --base-image / --toolkit-image")
+
+
+def ensure_local(image: str, *, hint: str = PULL_HINT) -> None:
     """Pull `image` unless the engine already has it (output streams to the terminal)."""
     if inspect_image(image) is not None:
         return
     result = subprocess.run([docker_cli(), "pull", image], env=docker_env(), check=False)
     if result.returncode != 0:
-        raise PudevError(f"cannot pull {image}: behind a Docker Hub block, add --pull-mirror PREFIX "
-                         "(a registry mirror or pull-through proxy), or --base-image / --toolkit-image")
+        raise PudevError(f"cannot pull {image}: {hint}")
 
 
 def drop_if_untagged(image_id: str) -> None:

@@ -120,6 +120,9 @@ def write(args: argparse.Namespace) -> ImageRecord:
                 arch_list=arch_list,
             )
         )
+    base_packages = read_lock(Path(args.base_packages))
+    # The lock minus what the base ships: those were left as the base had them.
+    installed = {name: version for name, version in read_lock(Path(args.lock)).items() if name not in base_packages}
     record = ImageRecord(
         variant=args.variant,
         image=args.image,
@@ -135,12 +138,9 @@ def write(args: argparse.Namespace) -> ImageRecord:
         toolkits=toolkits,
         inputs=parse_inputs(args.input),
         revision=args.revision,
-        packages={},
-        base_packages=read_lock(Path(args.base_packages)),
+        packages=installed,
+        base_packages=base_packages,
     )
-    # The lock minus what the base ships: those were left as the base had them.
-    record.packages.update({name: version for name, version in read_lock(Path(args.lock)).items()
-                            if name not in record.base_packages})
     Path(args.path).parent.mkdir(parents=True, exist_ok=True)
     Path(args.path).write_text(json.dumps(asdict(record), indent=2, sort_keys=True) + "\n")
     return record

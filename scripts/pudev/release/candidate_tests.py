@@ -17,6 +17,8 @@ from pudev.release.tags import read_facts
 from pudev.release.targets import DigestRef
 from pudev.release.testresults import SuiteResult
 
+CANDIDATE_PULL_HINT = "check the reference (what `pudev push` printed) and that you are logged in to its registry"
+
 
 def _tag_of(client: RegistryClient, candidate: DigestRef, variant: str, image_id: str) -> str:
     """The candidate tag `pudev push` gave this image, if it still points here (promote re-checks it)."""
@@ -30,10 +32,7 @@ def run_candidate_tests(candidate: DigestRef, *, half: str, timeout: float, juni
     client = RegistryClient(candidate.target.api)
     client.ping()
     reference = str(candidate)
-    if docker.inspect_image(reference) is None:
-        pulled = docker.run(["pull", reference], check=False, timeout=7200)
-        if pulled.returncode != 0:
-            raise PudevError(f"cannot pull {reference}: {docker.last_line(pulled.stderr)}")
+    docker.ensure_local(reference, hint=CANDIDATE_PULL_HINT)
     info = images.require_image(reference)
     labels = images.labels_of(info)
     variant = labels.get("org.pudev.variant", "")

@@ -9,6 +9,7 @@ from typing import Any
 from pudev.common.errors import PudevError
 from pudev.engine import docker, images
 from pudev.release import artifacts
+from pudev.release.candidate_tests import CANDIDATE_PULL_HINT
 from pudev.release.registry import RegistryClient
 from pudev.release.sbom import SBOM_TYPE, build_sbom
 from pudev.release.targets import DigestRef, parse_digest_ref
@@ -16,10 +17,8 @@ from pudev.release.targets import DigestRef, parse_digest_ref
 
 def _local(reference: str) -> dict[str, Any]:
     """The image's inspect data; a reference by digest is pulled when it is not here."""
-    if docker.inspect_image(reference) is None and "@sha256:" in reference:
-        pulled = docker.run(["pull", reference], check=False, timeout=7200)
-        if pulled.returncode != 0:
-            raise PudevError(f"cannot pull {reference}: {docker.last_line(pulled.stderr)}")
+    if "@sha256:" in reference:
+        docker.ensure_local(reference, hint=CANDIDATE_PULL_HINT)
     return images.require_image(reference)
 
 
