@@ -12,11 +12,14 @@ by .ci/run) turns that skip into a failure.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from e2e_support import LocalImage, Profiles, SuiteRun, run_pudev
+from realistic_registry import RealisticRegistry
 
 from pudev.engine import docker
 from pudev.paths import REPO_ROOT
@@ -40,6 +43,15 @@ def docker_engine() -> str:
     except Exception as error:  # a PudevError naming the problem
         _skip_or_fail(f"no usable Docker engine: {error}")
         raise
+
+
+@pytest.fixture(scope="module")
+def realistic_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealisticRegistry]:
+    """The registry that behaves like GHCR and Docker Hub (realistic_registry.py); processes only, no engine."""
+    if shutil.which("docker-registry") is None:
+        _skip_or_fail("docker-registry is not installed (sudo apt-get install docker-registry)")
+    with RealisticRegistry(tmp_path_factory.mktemp("realistic-registry")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,21 @@
-"""Publishing exactly the image that passed, against a real local registry: push a
-candidate once by digest, test that digest, promote it (cross-repository mount,
-no layer sent again), an SBOM pushed and fetched back by digest, and the
-refusals: untested, failed, a GPU half never run, a candidate changed after
-testing; the registry stopped mid-promote, then the rerun completing; pull back
-by tag and digest; `pudev pin` through the registry API."""
+"""Publishing exactly the image that passed, against a registry that behaves like
+GHCR and Docker Hub (realistic_registry.py: TLS under a test CA, Bearer tokens per
+scope from a token server, blob GETs redirected to a storage host that refuses
+Authorization, 429 with Retry-After from a proxy, credentials from a
+docker-credential helper named in DOCKER_CONFIG): push a candidate once by digest,
+test that digest, promote it (cross-repository mount, no layer sent again), an SBOM
+pushed and fetched back by digest, and the refusals: untested, failed, a GPU half
+never run, a candidate changed after testing, a pull-only login; the registry
+stopped mid-promote, then the rerun completing; pull back by tag and digest;
+`pudev pin` through the registry API. Each step's wall time goes to
+publish-timings.json in the report directory."""
 
 from __future__ import annotations
 
 import json
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,11 +23,10 @@ import pytest
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 from e2e_support import LocalImage, SuiteRun, profile_variant, run_pudev
-from fault_proxy import RegistryProxy
-from local_registry import LocalRegistry
+from realistic_registry import RealisticRegistry
 
 from pudev.engine import docker
-from pudev.release.registry import RegistryClient
+from pudev.registry.client import RegistryClient
 from pudev.release.sbom import component_versions
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
@@ -29,24 +34,41 @@ FAST_FAILURE = {"PUDEV_PUBLISH_ATTEMPTS": "2", "PUDEV_REGISTRY_RETRIES": "1"}
 BROKEN_IMAGE = "pudev-broken/pytorch-universal-dev"
 
 
+TIMINGS: dict[str, float] = {}
+
+
+def _timed(step: str, started: float) -> None:
+    TIMINGS[step] = round(time.monotonic() - started, 1)
+
+
 @pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory, docker_engine: str) -> Iterator[LocalRegistry]:
-    server = LocalRegistry(tmp_path_factory.mktemp("registry"))
-    server.start()
-    yield server
-    server.stop()
-    # Names under this throwaway registry would keep old images alive on the next run's engine.
+def registry(realistic_registry: RealisticRegistry, docker_engine: str,
+             report_dir: Path) -> Iterator[RealisticRegistry]:
+    """The engine, pudev and this process all reach the registry as a user's machine does: the CA
+    through certs.d (the daemon) and the usual CA variables (pudev), the login through the helper."""
+    realistic_registry.install_daemon_ca()
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in realistic_registry.env().items():
+            patch.setenv(name, value)
+        yield realistic_registry
+        _forget_images(realistic_registry)
+    (report_dir / "publish-timings.json").write_text(json.dumps(TIMINGS, indent=2) + "\n")
+    print(f"publish timings (s): {TIMINGS}")
+
+
+def _forget_images(registry: RealisticRegistry) -> None:
+    """Names under this throwaway registry would keep old images alive on the next run's engine."""
     listed = docker.run(["images", "--digests", "--format", "{{.Repository}} {{.Tag}} {{.Digest}}"]).stdout
     names = []
     for repository, tag, digest in (line.split() for line in listed.splitlines()):
-        if repository.startswith(server.address + "/"):
+        if repository.startswith((registry.address + "/", registry.proxy_address + "/")):
             names.append(f"{repository}:{tag}" if tag != "<none>" else f"{repository}@{digest}")
     if names:
         docker.run(["rmi", *names], check=False)
     docker.run(["rmi", f"{BROKEN_IMAGE}:{profile_variant('local').name}"], check=False)
 
 
-def _push(registry: LocalRegistry, *extra: str) -> tuple[str, str]:
+def _push(registry: RealisticRegistry, *extra: str) -> tuple[str, str]:
     out = run_pudev("push", "--profile", "local", "--registry", registry.address, *extra, check=True).stdout
     line = next(text for text in out.splitlines() if text.startswith("candidate "))
     ref, tag = line.split()[1], line.split()[3].rstrip(")")
@@ -54,10 +76,14 @@ def _push(registry: LocalRegistry, *extra: str) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def pushed(local_image: LocalImage, image_suite: SuiteRun, registry: LocalRegistry) -> tuple[str, str]:
+def pushed(local_image: LocalImage, image_suite: SuiteRun, registry: RealisticRegistry) -> tuple[str, str]:
     """The local build pushed as a candidate: its reference by digest, and its candidate tag."""
     assert image_suite.returncode == 0, "release tests need the image suite to have passed"
-    return _push(registry)
+    started = time.monotonic()
+    try:
+        return _push(registry)
+    finally:
+        _timed("push (7 GB candidate, daemon)", started)
 
 
 @pytest.fixture(scope="module")
@@ -70,11 +96,11 @@ def _promote(ref: str, *extra: str, env: dict[str, str] | None = None) -> tuple[
     return result.returncode, result.stdout + result.stderr
 
 
-def _release(registry: LocalRegistry) -> str:
+def _release(registry: RealisticRegistry) -> str:
     return profile_variant("local").image.rsplit("/", 1)[-1]
 
 
-def test_push_sends_a_build_once(candidate: str, registry: LocalRegistry, tmp_path: Path) -> None:
+def test_push_sends_a_build_once(candidate: str, registry: RealisticRegistry, tmp_path: Path) -> None:
     blobs = registry.blob_count()
     again, _ = _push(registry, "--ref-file", str(tmp_path / "ref"))
     assert again == candidate and (tmp_path / "ref").read_text().strip() == candidate
@@ -94,7 +120,7 @@ def test_bad_input(candidate: str) -> None:
     assert result.returncode != 0 and "build it first" in result.stderr
 
 
-def test_an_untested_candidate_is_refused(candidate: str, registry: LocalRegistry) -> None:
+def test_an_untested_candidate_is_refused(candidate: str, registry: RealisticRegistry) -> None:
     code, output = _promote(candidate)
     assert code != 0 and "has no test result at all" in output
     code, output = _promote(candidate, "--profile", "local")
@@ -102,7 +128,7 @@ def test_an_untested_candidate_is_refused(candidate: str, registry: LocalRegistr
     assert RegistryClient(registry.address).digest(_release(registry), profile_variant("local").name) is None
 
 
-def test_a_failed_candidate_is_refused(local_image: LocalImage, registry: LocalRegistry) -> None:
+def test_a_failed_candidate_is_refused(local_image: LocalImage, registry: RealisticRegistry) -> None:
     """A real failing run (the suite of a deliberately broken image), recorded against its digest."""
     broken = f"{BROKEN_IMAGE}:{profile_variant('local').name}"
     dockerfile = (f"FROM {local_image.tag}\nUSER 0\n"
@@ -119,33 +145,56 @@ def test_a_failed_candidate_is_refused(local_image: LocalImage, registry: LocalR
     docker.run(["rmi", broken], check=False)  # it is built on the local image, which later tests remove
 
 
-def test_the_tested_candidate_is_promoted_without_sending_a_layer(candidate: str, registry: LocalRegistry) -> None:
+def test_the_tested_candidate_is_promoted_without_sending_a_layer(candidate: str, registry: RealisticRegistry) -> None:
+    started = time.monotonic()
     tested = run_pudev("test", candidate, "--cpu-only", timeout=3600)
+    _timed("test by digest (pull + CPU half + record)", started)
     assert tested.returncode == 0, tested.stdout[-3000:] + tested.stderr[-2000:]
     assert f"recorded cpu pass for {candidate}" in tested.stdout
     # The declared variant also needs its GPU half, which no machine here can run.
     code, output = _promote(candidate)
     assert code != 0 and "has no gpu test result, so it was never tested that way" in output
+    through = candidate.replace(registry.address, registry.proxy_address)
+    # A login that may only pull is refused at the first write, naming the repository and the scope.
+    registry.use_credentials("reader")
+    try:
+        code, output = _promote(through, "--profile", "local")
+    finally:
+        registry.use_credentials("pusher")
+    assert code != 0 and f"refused pull,push on repository {_release(registry)}" in output, output
+    assert "docker-credential-pudevtest" in output and registry.password("reader") not in output
     blobs = registry.blob_count()
-    with RegistryProxy(registry.address) as proxy:
-        code, output = _promote(candidate.replace(registry.address, proxy.address), "--profile", "local")
-        assert code == 0, output
-        assert not proxy.uploads(), proxy.uploads()  # mounts only
+    registry.proxy.requests.clear()
+    throttle = registry.throttle(3, retry_after=1)  # rate-limited as Docker Hub and GHCR do; honoured, then done
+    started = time.monotonic()
+    code, output = _promote(through, "--profile", "local", env={"PUDEV_REGISTRY_RETRIES": "4"})
+    _timed("promote (mounts + tags, through the throttling proxy)", started)
+    assert code == 0, output
+    assert len(throttle.answered) == 3
+    assert not registry.proxy.uploads(), registry.proxy.uploads()  # mounts only
     assert registry.blob_count() == blobs
     tags = run_pudev("tags", "--profile", "local", check=True).stdout.split()
     digest = candidate.split("@")[1]
     client = RegistryClient(registry.address)
     assert all(client.digest(_release(registry), tag) == digest for tag in tags), tags
     assert f"promoted {registry.address}/{_release(registry)}@{digest}: {', '.join(tags)}" in output.replace(
-        proxy.address, registry.address)
+        registry.proxy_address, registry.address)
 
 
-def test_sbom_pushed_and_fetched_back_by_digest(candidate: str, registry: LocalRegistry, tmp_path: Path) -> None:
+def test_sbom_pushed_and_fetched_back_by_digest(candidate: str, registry: RealisticRegistry, tmp_path: Path) -> None:
     release = candidate.replace("-candidates@", "@")
     written, fetched = tmp_path / "sbom.json", tmp_path / "fetched.json"
+    started = time.monotonic()
     run_pudev("sbom", release, "--push", "--out", str(written), check=True, timeout=1800)
+    _timed("sbom push (inventory read in the image + attach)", started)
+    seen = len(registry.storage_host.requests)
+    started = time.monotonic()
     run_pudev("sbom", release, "--fetch", "--out", str(fetched), check=True)
+    _timed("sbom fetch", started)
     assert fetched.read_text() == written.read_text()
+    # The payload came from the storage host the registry redirected to, and the token stayed behind.
+    assert any(request.method == "GET" for request in registry.storage_host.requests[seen:])
+    assert not registry.storage_host.with_authorization()
     text = fetched.read_text()
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
     data = json.loads(text)
@@ -159,7 +208,7 @@ def test_sbom_pushed_and_fetched_back_by_digest(candidate: str, registry: LocalR
     assert "deb:zsh" in versions and "pypi:jupyterlab" in versions
 
 
-def test_a_candidate_changed_after_testing_is_refused(pushed: tuple[str, str], registry: LocalRegistry) -> None:
+def test_a_candidate_changed_after_testing_is_refused(pushed: tuple[str, str], registry: RealisticRegistry) -> None:
     candidate, tag = pushed
     client = RegistryClient(registry.address)
     repository, digest = candidate.split("/", 1)[1].split("@")
@@ -176,47 +225,55 @@ def test_a_candidate_changed_after_testing_is_refused(pushed: tuple[str, str], r
     assert client.digest(repository, tag) == digest
 
 
-def test_registry_stopped_mid_promote_then_completed(candidate: str, registry: LocalRegistry) -> None:
+def test_registry_stopped_mid_promote_then_completed(candidate: str, registry: RealisticRegistry) -> None:
     client = RegistryClient(registry.address)
     release, digest = _release(registry), candidate.split("@")[1]
-    assert client.request("DELETE", f"/v2/{release}/manifests/{digest}").status == 202  # start from no tag
+    deleted = client.request("DELETE", f"/v2/{release}/manifests/{digest}", scope=f"repository:{release}:delete")
+    assert deleted.status_code == 202  # start from no tag
     tags = run_pudev("tags", "--profile", "local", check=True).stdout.split()
-    with RegistryProxy(registry.address) as proxy:
-        through = candidate.replace(registry.address, proxy.address)
+    proxy, through = registry.proxy, candidate.replace(registry.address, registry.proxy_address)
 
-        def stop_after_two_tags(method: str, path: str, status: int) -> None:
-            landed = [p for m, p, s in proxy.requests if m == "PUT" and f"/{release}/manifests/" in p and s == 201]
-            if len(landed) == 2:
-                registry.stop()
+    def stop_after_two_tags(method: str, path: str, status: int) -> None:
+        landed = [p for m, p, s in proxy.requests if m == "PUT" and f"/{release}/manifests/" in p and s == 201]
+        if len(landed) == 2:
+            registry.stop_registry()
 
-        proxy.after = stop_after_two_tags
-        try:
-            code, output = _promote(through, "--profile", "local")
-        finally:
-            proxy.after = lambda method, path, status: None
-            registry.start()
-        assert code != 0 and "Traceback" not in output, output
-        assert "remote state of each tag:" in output
-        assert len(re.findall(r": landed \(as this run saw it; the registry does not answer now\)", output)) == 2
-        assert len(re.findall(r": not landed \(as this run saw it", output)) == len(tags) - 2
-        proxy.requests.clear()
+    proxy.requests.clear()
+    proxy.after = stop_after_two_tags
+    try:
         code, output = _promote(through, "--profile", "local")
-        assert code == 0, output
-        assert output.count("already at") == 2 and output.count("pudev: tagged") == len(tags) - 2
-        assert not proxy.uploads()  # the rerun sent no layer either
+    finally:
+        proxy.after = lambda method, path, status: None
+        registry.start_registry()
+    assert code != 0 and "Traceback" not in output, output
+    assert "remote state of each tag:" in output
+    assert len(re.findall(r": landed \(as this run saw it; the registry does not answer now\)", output)) == 2
+    assert len(re.findall(r": not landed \(as this run saw it", output)) == len(tags) - 2
+    proxy.requests.clear()
+    code, output = _promote(through, "--profile", "local")
+    assert code == 0, output
+    assert output.count("already at") == 2 and output.count("pudev: tagged") == len(tags) - 2
+    assert not proxy.uploads()  # the rerun sent no layer either
     assert all(client.digest(release, tag) == digest for tag in tags)
 
 
 def test_pull_back_by_tag_and_digest_and_smoke_test(local_image: LocalImage, candidate: str,
-                                                    registry: LocalRegistry) -> None:
+                                                    registry: RealisticRegistry) -> None:
     release = candidate.replace("-candidates@", "@")
     repository = release.split("@")[0]
     tag = profile_variant("local").name
     docker.run(["rmi", "--force", local_image.image_id], check=False)  # every name and digest reference
     assert docker.inspect_image(local_image.image_id) is None
+    seen = len(registry.storage_host.requests)
     try:
+        started = time.monotonic()
         docker.run(["pull", f"{repository}:{tag}"], timeout=3600)
+        _timed("pull by tag (7 GB, daemon, blobs from the storage host)", started)
         docker.run(["pull", release], timeout=3600)
+        # The daemon fetched blobs (at least the config; layers it still holds are skipped) from the
+        # storage host, and never with the registry's token.
+        assert any(r.method == "GET" for r in registry.storage_host.requests[seen:])
+        assert not registry.storage_host.with_authorization()
         assert docker.image_id(release) == local_image.image_id  # the same image, byte for byte
         smoke = docker.run(["run", "--rm", release, "pudev", "selftest", "--", "-q", "-m", "smoke"], check=False,
                            timeout=1800)
@@ -226,7 +283,7 @@ def test_pull_back_by_tag_and_digest_and_smoke_test(local_image: LocalImage, can
         docker.run(["tag", release, local_image.tag], check=False)  # later tests and runs use the local name
 
 
-def test_pin_resolves_digests_through_the_registry_api(registry: LocalRegistry, tmp_path: Path) -> None:
+def test_pin_resolves_digests_through_the_registry_api(registry: RealisticRegistry, tmp_path: Path) -> None:
     """Point a copy of the variant file at images in the local registry; pin writes their digests."""
     from pudev.config.loader import load_matrix
     from pudev.paths import VARIANTS_FILE

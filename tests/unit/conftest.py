@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from matrices import WriteMatrix, write_matrix
+from fake_digests import FakeRegistry
+from matrices import HASHED_LOCK, SYNTHETIC_LOCK, WriteMatrix, write_matrix
+
+from pudev.build import digests, locks
+from pudev.engine import docker
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No unit test reaches a Docker engine or a registry, whatever this machine has: the docker client
+    is one that does not exist (a test that fakes one sets its own), and the registry bake would ask
+    does not answer (the `registry` fixture gives one that does). Planning sees what CI sees."""
+    monkeypatch.setenv("PUDEV_DOCKER", str(tmp_path_factory.getbasetemp() / "no-docker-in-unit-tests"))
+    unreachable = FakeRegistry()
+    unreachable.down = True
+    monkeypatch.setattr(digests, "registry_digest", unreachable.digest)
+    docker.docker_cli.cache_clear()
+    yield
+    docker.docker_cli.cache_clear()
 
 
 @pytest.fixture
@@ -17,3 +36,24 @@ def matrix_file(tmp_path: Path) -> WriteMatrix:
         return write_matrix(tmp_path / name, data)
 
     return write
+
+
+@pytest.fixture
+def lock_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """requirements/lock for one test: a copy of the real one plus the synthetic matrix's lock;
+    a test adds the locks its own matrix names."""
+    folder = tmp_path / "locks"
+    folder.mkdir()
+    for path in locks.lock_dir().glob("*.txt"):
+        (folder / path.name).write_bytes(path.read_bytes())
+    (folder / SYNTHETIC_LOCK).write_text(HASHED_LOCK)
+    monkeypatch.setattr(locks, "lock_dir", lambda: folder)
+    return folder
+
+
+@pytest.fixture
+def registry(monkeypatch: pytest.MonkeyPatch) -> FakeRegistry:
+    """A registry bake's digest lookup reaches (a fake: unit tests have no network)."""
+    fake = FakeRegistry()
+    monkeypatch.setattr(digests, "registry_digest", fake.digest)
+    return fake

@@ -4,6 +4,7 @@ today's docker/variants.toml: a small TOML writer and a synthetic matrix."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -57,6 +58,11 @@ SYNTHETIC: dict[str, Any] = {
 }
 
 
+# A lock as `require_lock` accepts it: pins with hashes (its contents are never installed here).
+HASHED_LOCK = f"example==1.0 --hash=sha256:{'0' * 64}\n"
+SYNTHETIC_LOCK = "torch3.1.0-py3.12.txt"  # the lock both synthetic variants share
+
+
 def synthetic() -> dict[str, Any]:
     return copy.deepcopy(SYNTHETIC)
 
@@ -64,3 +70,18 @@ def synthetic() -> dict[str, Any]:
 def write_matrix(path: Path, data: dict[str, Any] | None = None) -> Path:
     path.write_text(to_toml(synthetic() if data is None else data))
     return path
+
+
+def pin(reference: str) -> str:
+    """`reference@sha256:...`, a digest made up from the reference itself."""
+    return f"{reference}@sha256:{hashlib.sha256(reference.encode()).hexdigest()}"
+
+
+def pinned(data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The matrix with every base and toolkit image pinned by digest, as `pudev pin` leaves it."""
+    data = copy.deepcopy(synthetic() if data is None else data)
+    for toolkit in data["toolkits"].values():
+        toolkit["image"] = pin(toolkit["image"])
+    for variant in data["variants"].values():
+        variant["base_image"] = pin(variant["base_image"])
+    return data

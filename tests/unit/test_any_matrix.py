@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from fake_digests import FakeRegistry
+from matrices import HASHED_LOCK
 
 from pudev.cli import main
 from pudev.common.inputs import InputFile
@@ -39,16 +41,27 @@ def extended(tmp_path: Path) -> Path:
     return path
 
 
-def test_variants_matrix_and_bake_take_a_further_variant(extended: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_variants_and_matrix_take_a_further_variant(extended: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["variants", "--variants-file", str(extended)]) == 0
     assert "cu999" in capsys.readouterr().out
     assert main(["matrix", "--json", "--variants-file", str(extended)]) == 0
     include = json.loads(capsys.readouterr().out)["include"]
     assert [entry["torch"] for entry in include if entry["variant"] == "cu999"] == ["9.9.9"]
-    assert main(["bake", "--out", "-", "--variants-file", str(extended)]) == 0
-    bake = json.loads(capsys.readouterr().out)
-    assert bake["target"]["cu999"]["args"]["BASE_IMAGE"] == "example.com/pytorch:9.9.9-cuda99.9"
-    assert "cu999" in bake["group"]["default"]["targets"]
+
+
+def test_bake_takes_a_further_variant_once_it_has_a_lock(extended: Path, lock_folder: Path, registry: FakeRegistry,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    bake = ["bake", "--out", "-", "--no-ca-bundle", "--variants-file", str(extended)]
+    assert main(bake) == 2  # each target is a build's plan, and a plan needs the lock
+    assert capsys.readouterr().err.strip().endswith("run `pudev lock cu999`")
+    (lock_folder / "torch9.9.9-py3.13.txt").write_text(HASHED_LOCK)
+    assert main(bake) == 0
+    document = json.loads(capsys.readouterr().out)
+    target = document["target"]["cu999"]
+    assert target["args"]["BASE_IMAGE"] == "example.com/pytorch:9.9.9-cuda99.9"
+    assert target["args"]["BASE_DIGEST"] == registry.digest_of("example.com/pytorch:9.9.9-cuda99.9")
+    assert target["labels"]["org.pudev.variant"] == "cu999"
+    assert "cu999" in document["group"]["default"]["targets"]
 
 
 def test_plan_refuses_the_new_variant_until_it_has_a_lock(extended: Path, capsys: pytest.CaptureFixture[str]) -> None:

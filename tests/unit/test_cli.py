@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import shlex
 import stat
+import subprocess
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from matrices import WriteMatrix
+from matrices import WriteMatrix, pinned
 
 from pudev.cli import main
+from pudev.common.errors import PudevError
 from pudev.config.loader import load_matrix
 from pudev.engine import docker
 from pudev.paths import VARIANTS_FILE
@@ -100,19 +105,37 @@ def test_variant_required(capsys: pytest.CaptureFixture[str], matrix_file: Write
 
 
 def test_planning_needs_no_docker(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                                  tmp_path: Path) -> None:
-    """variants, plan, matrix and bake with no docker client on PATH and no daemon."""
+                                  tmp_path: Path, matrix_file: WriteMatrix, lock_folder: Path) -> None:
+    """variants, plan, matrix and bake with no docker client on PATH and no daemon (bake, which needs
+    every input's digest, of a matrix pinned by digest: it then asks no registry either)."""
+    pinned_file = str(matrix_file(pinned()))
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no docker, no git
     monkeypatch.delenv("PUDEV_DOCKER", raising=False)
     monkeypatch.delenv("DOCKER_HOST", raising=False)
     docker.docker_cli.cache_clear()
     try:
-        for argv in (["variants"], ["matrix", "--json"], ["bake", "--out", "-"], ["plan", "--profile", "local",
-                                                                                   "--no-ca-bundle"]):
+        for argv in (["variants"], ["matrix", "--json"], ["bake", "--out", "-", "--variants-file", pinned_file],
+                     ["plan", "--profile", "local", "--no-ca-bundle"]):
             assert main(argv) == 0, argv
             assert capsys.readouterr().out.strip(), argv
     finally:
         docker.docker_cli.cache_clear()
+
+
+def test_plan_shows_what_the_build_resolves_from_the_engine(capsys: pytest.CaptureFixture[str],
+                                                            matrix_file: WriteMatrix, lock_folder: Path) -> None:
+    """Pinned inputs are passed as pinned; the rest are named once, as resolved at build time."""
+    data = pinned()
+    data["toolkits"]["12.9"]["image"] = "example.com/cuda:12.9-devel"
+    assert main(["plan", "cu130", "--no-ca-bundle", "--variants-file", str(matrix_file(data))]) == 0
+    out = capsys.readouterr().out
+    base_digest = data["variants"]["cu130"]["base_image"].split("@")[1]
+    assert f"--build-arg BASE_DIGEST={base_digest}" in out
+    assert f"--label org.opencontainers.image.base.digest={base_digest}" in out
+    assert "--build-arg TOOLKIT_A_DIGEST \\\n" in out  # bare: the one the build resolves
+    notes = [line for line in out.splitlines() if line.startswith("# ")]
+    assert notes[1] == "# resolved at build time: TOOLKIT_A_DIGEST; labels org.pudev.base.id"
+    assert "example.com/cuda:12.9-devel" in notes[2] and "example.com/torch" in notes[2]
 
 
 def test_plan_prints_the_variant_as_declared(capsys: pytest.CaptureFixture[str]) -> None:
@@ -138,3 +161,37 @@ def test_pull_mirror_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     line = _fails(["plan", "--profile", "local", "--base-image", "ghcr.io/o/torch:1", "--pull-mirror",
                    "mirror.example.cn"], capsys)
     assert "only Docker Hub images are mirrored, and ghcr.io/o/torch:1 comes from ghcr.io" in line
+
+
+def test_build_runs_the_command_plan_prints(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                            matrix_file: WriteMatrix, lock_folder: Path) -> None:
+    """With its images on the engine, `pudev plan` prints the very arguments `pudev build` runs."""
+    from pudev.build import builder
+    from pudev.engine import images
+
+    started: list[list[str]] = []
+
+    def popen(command: list[str], **_: object) -> None:
+        started.append(command)
+        raise PudevError("stopped before docker ran")
+
+    def identity(ref: str) -> tuple[str, str]:
+        return f"sha256:{sum(map(ord, ref)):064x}", f"sha256:{len(ref):064x}"
+
+    monkeypatch.setattr(images, "identity", identity)
+    for name in ("require_daemon", "ensure_local"):
+        monkeypatch.setattr(docker, name, lambda *_, **__: None)
+    monkeypatch.setattr(docker, "require_buildkit", lambda: "docker")
+    monkeypatch.setattr(docker, "image_id", lambda _: None)
+    monkeypatch.setattr(builder, "build_lock", lambda _: contextlib.nullcontext())
+    monkeypatch.setattr(builder, "subprocess", types.SimpleNamespace(
+        Popen=popen, PIPE=subprocess.PIPE, STDOUT=subprocess.STDOUT, TimeoutExpired=subprocess.TimeoutExpired))
+    argv = ["cu130", "--no-ca-bundle", "--variants-file", str(matrix_file())]
+    assert main(["plan", *argv]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert [line for line in printed if line.startswith("#")] == ["# cu130: run from any directory"]  # nothing left
+    assert main(["build", *argv]) == 2 and "stopped before docker ran" in capsys.readouterr().err
+    (command,) = started
+    assert shlex.split("\n".join(printed[1:]).replace("\\\n", " "))[2:] == command[1:]  # after the client
+    assert any(arg.startswith("BASE_DIGEST=sha256:") for arg in command)
+    assert any(arg.startswith("org.pudev.base.id=sha256:") for arg in command)

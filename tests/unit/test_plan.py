@@ -5,13 +5,22 @@ from pathlib import Path
 import pytest
 from matrices import WriteMatrix
 
-from pudev.build.labels import build_labels, public_url, source_info
-from pudev.build.plan import ENGINE_INPUTS, PLANNED_INPUTS, BuildPlan, build_args
+from pudev.build.labels import SourceInfo, build_labels, public_url, source_info
+from pudev.build.plan import ENGINE_INPUTS, PLANNED_INPUTS, BuildPlan, ImageIdentity, build_args
 from pudev.common.errors import PudevError
 from pudev.config.loader import load_matrix
+from pudev.config.model import Variant
 from pudev.config.overrides import parse_assignments, parse_toolkit_images
 from pudev.config.profiles import load_profile, profile_names
 from pudev.paths import DOCKERFILE, VARIANTS_FILE
+
+SOURCE = SourceInfo(revision="0" * 40, created="2026-01-01T00:00:00Z", url="")
+BASE_DIGEST = "sha256:" + "a" * 64
+
+
+def _plan(variant: Variant, *, ca_bundle: Path | None = None,
+          images: dict[str, ImageIdentity] | None = None) -> BuildPlan:
+    return BuildPlan(variant, source=SOURCE, lock_sha256="f" * 64, ca_bundle=ca_bundle, images=images or {})
 
 
 def _arg(args: list[str], name: str) -> str:
@@ -23,7 +32,7 @@ def _arg(args: list[str], name: str) -> str:
 
 def test_plan_passes_the_variant_as_declared(matrix_file: WriteMatrix) -> None:
     variant = load_matrix(matrix_file()).get("cu130")
-    args = BuildPlan(variant).docker_args()
+    args = _plan(variant).docker_args()
     assert _arg(args, "BASE_IMAGE") == "example.com/torch:3.1.0-cuda13.0"
     assert _arg(args, "TOOLKIT_A_IMAGE") == "example.com/cuda:12.9-devel"
     assert _arg(args, "TOOLKIT_B_ARCH_LIST") == "8.0;9.0;10.0;12.0+PTX"
@@ -48,22 +57,46 @@ def test_every_dockerfile_arg_is_planned_and_nothing_else() -> None:
 def test_ca_bundle_is_a_secret_never_a_build_arg(tmp_path: Path, matrix_file: WriteMatrix) -> None:
     bundle = tmp_path / "ca.pem"
     bundle.write_text("-----BEGIN CERTIFICATE-----\n")
-    args = BuildPlan(load_matrix(matrix_file()).get("cu130"), ca_bundle=bundle).docker_args()
+    args = _plan(load_matrix(matrix_file()).get("cu130"), ca_bundle=bundle).docker_args()
     assert args[args.index("--secret") + 1] == f"id=ca,src={bundle}"
     assert all("ca.pem" not in args[i + 1] for i, a in enumerate(args) if a in ("--build-arg", "--label"))
 
 
 def test_shell_command_quotes_and_breaks_lines(matrix_file: WriteMatrix) -> None:
-    command = BuildPlan(load_matrix(matrix_file()).get("cu129")).shell_command("docker")
+    command = _plan(load_matrix(matrix_file()).get("cu129")).shell_command("docker")
     assert command.startswith("DOCKER_BUILDKIT=1 docker build")
     assert "--build-arg 'CUDA_ARCH_LIST=8.0;9.0;12.0+PTX'" in command
 
 
-def test_engine_facts_are_added_at_build_time_only(matrix_file: WriteMatrix) -> None:
-    plan = BuildPlan(load_matrix(matrix_file()).get("cu130"))
-    assert not any("base.digest" in arg for arg in plan.docker_args())
-    args = plan.docker_args({"org.opencontainers.image.base.digest": "sha256:" + "a" * 64})
-    assert f"org.opencontainers.image.base.digest=sha256:{'a' * 64}" in args
+def test_engine_facts_missing_from_a_plan_are_named_not_guessed(matrix_file: WriteMatrix) -> None:
+    plan = _plan(load_matrix(matrix_file()).get("cu130"))
+    args = plan.docker_args()
+    assert not any("base.digest" in arg for arg in args)
+    for name in ENGINE_INPUTS:  # bare: docker takes the value from the environment, pudev build passes it
+        assert args[args.index(name) - 1] == "--build-arg"
+    note = "\n".join(plan.pending_note())
+    assert "resolved at build time: BASE_DIGEST, TOOLKIT_A_DIGEST, TOOLKIT_B_DIGEST" in note
+    assert "org.opencontainers.image.base.digest, org.pudev.base.id" in note
+    assert "example.com/torch:3.1.0-cuda13.0" in note
+
+
+def test_engine_facts_known_to_a_plan_are_passed(matrix_file: WriteMatrix) -> None:
+    variant = load_matrix(matrix_file()).get("cu130")
+    local = {ref: ImageIdentity(digest=f"sha256:{n}", image_id=f"sha256:id{n}")
+             for n, ref in enumerate((variant.base_image, *(t.image for t in variant.toolkits)))}
+    plan = _plan(variant, images=local)
+    args = plan.docker_args()
+    assert (_arg(args, "BASE_DIGEST"), _arg(args, "TOOLKIT_B_DIGEST")) == ("sha256:0", "sha256:2")
+    assert "org.opencontainers.image.base.digest=sha256:0" in args and "org.pudev.base.id=sha256:id0" in args
+    assert plan.pending_note() == []
+    # A pinned base not on this engine: its digest is known now, its local id once the build has pulled it.
+    pinned = _plan(variant, images={**local, variant.base_image: ImageIdentity(digest=BASE_DIGEST)})
+    assert f"org.opencontainers.image.base.digest={BASE_DIGEST}" in pinned.docker_args()
+    assert pinned.pending_note()[0] == "resolved at build time: no build argument; labels org.pudev.base.id"
+    # A stand-in (built here) has only an id: it is the input's identity, and no digest label is owed.
+    standin = _plan(variant, images={**local, variant.base_image: ImageIdentity(image_id="sha256:local")})
+    assert _arg(standin.docker_args(), "BASE_DIGEST") == "sha256:local"
+    assert standin.pending_note() == []
 
 
 @pytest.mark.parametrize("name", profile_names())

@@ -1,107 +1,114 @@
-"""The registry client against a small fake registry: token auth, digests,
-tagging by digest, and retries with backoff on transient failures."""
+"""The registry client against a scriptable fake: per-scope token auth, redirects that
+never carry the token, Retry-After, streamed and checked blobs, and one clear error for
+each way a registry refuses. The e2e suite runs it against Distribution with TLS."""
 
 from __future__ import annotations
 
+import io
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from pathlib import Path
 
 import pytest
+from fake_registry import BLOB, BLOB_DIGEST, MANIFEST_DIGEST, State, fake_registry
 
 from pudev.common.errors import PudevError
 from pudev.common.imageref import parse_image_ref
-from pudev.release.registry import DOCKER_HUB, RegistryClient, registry_host, repository_path
+from pudev.registry.client import RegistryClient
+from pudev.registry.credentials import Credentials
+from pudev.registry.names import DOCKER_HUB, is_loopback, registry_host, repository_path
+from pudev.registry.tokens import authorization, parse_challenge
 
-MANIFEST = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json"})
-DIGEST = "sha256:" + "ab" * 32
+
+@pytest.fixture(autouse=True)
+def docker_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A login as `pusher` for every test; tests that need another one rewrite it."""
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    for name in ("PUDEV_REGISTRY_HOST", "PUDEV_REGISTRY_USERNAME", "PUDEV_REGISTRY_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
 
 
-class FakeRegistry(BaseHTTPRequestHandler):
-    manifests: ClassVar[dict[str, str]] = {}
-    failures_left: ClassVar[list[int]] = [0]
-    seen_auth: ClassVar[list[str]] = []
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def _reply(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    def _handle(self) -> None:
-        if self.path.startswith("/token"):
-            self._reply(200, json.dumps({"token": "t0k"}).encode())
-            return
-        if FakeRegistry.failures_left[0] > 0:
-            FakeRegistry.failures_left[0] -= 1
-            self._reply(503)
-            return
-        if self.headers.get("Authorization") != "Bearer t0k":
-            realm = f"http://{self.headers['Host']}/token"
-            self._reply(401, headers={"WWW-Authenticate": f'Bearer realm="{realm}",service="fake"'})
-            return
-        FakeRegistry.seen_auth.append(self.headers["Authorization"])
-        if self.path == "/v2/":
-            self._reply(200)
-            return
-        repository_and_reference = self.path.removeprefix("/v2/")
-        repository, _, reference = repository_and_reference.partition("/manifests/")
-        if self.command == "PUT":
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            assert body.decode() == MANIFEST
-            FakeRegistry.manifests[f"{repository}:{reference}"] = DIGEST
-            self._reply(201)
-            return
-        key = f"{repository}:{reference}" if not reference.startswith("sha256:") else reference
-        if key == DIGEST or key in FakeRegistry.manifests:
-            self._reply(200, MANIFEST.encode(), {"Docker-Content-Digest": DIGEST,
-                                                "Content-Type": "application/vnd.docker.distribution.manifest.v2+json"})
-        else:
-            self._reply(404)
-
-    do_GET = do_HEAD = do_PUT = _handle  # noqa: N815
+def login(config: Path, host: str, user: str, password: str) -> None:
+    auth = Credentials(user, password, "").basic()
+    (config / "config.json").write_text(json.dumps({"auths": {host: {"auth": auth}}}))
 
 
 @pytest.fixture
-def registry() -> Iterator[str]:
-    FakeRegistry.manifests = {"team/img:v1": DIGEST}
-    FakeRegistry.failures_left = [0]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeRegistry)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+def registry(docker_config: Path) -> Iterator[tuple[str, State]]:
+    with fake_registry() as (address, state):
+        login(docker_config, address, "pusher", "s3cret")
+        yield address, state
 
 
-def test_digest_with_token_auth(registry: str) -> None:
-    client = RegistryClient(registry, retries=0)
-    assert client.digest("team/img", "v1") == DIGEST
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """urllib3's waits between retries, recorded instead of slept."""
+    waited: list[float] = []
+    monkeypatch.setattr("urllib3.util.retry.time.sleep", waited.append)
+    return waited
+
+
+def test_digest_manifest_and_tag_with_token_auth(registry: tuple[str, State]) -> None:
+    address, state = registry
+    client = RegistryClient(address, retries=0)
+    assert client.digest("team/img", "v1") == MANIFEST_DIGEST
     assert client.digest("team/img", "missing") is None
+    client.tag("team/img", MANIFEST_DIGEST, "latest")
+    assert "latest" in state.manifests
+    # One token per scope: pull for reading, then pull,push for the tag; each kept and reused.
+    assert [scopes for _, scopes in state.token_requests] == [["repository:team/img:pull"],
+                                                             ["repository:team/img:pull,push"]]
 
 
-def test_tag_an_existing_digest(registry: str) -> None:
-    client = RegistryClient(registry, retries=0)
-    client.tag("team/img", DIGEST, "latest")
-    assert client.digest("team/img", "latest") == DIGEST
+def test_the_token_never_leaves_the_registry_host(registry: tuple[str, State]) -> None:
+    address, state = registry
+    client = RegistryClient(address, retries=0)
+    assert client.get_blob("team/img", BLOB_DIGEST) == BLOB
+    assert client.blob_exists("team/img", BLOB_DIGEST)  # HEAD follows the redirect too
+    assert state.storage_seen and all(auth == "" for _, auth in state.storage_seen), state.storage_seen
+    assert any(auth.startswith("Bearer ") for _, path, auth in state.registry_seen if "/blobs/" in path)
 
 
-def test_transient_failures_are_retried(registry: str) -> None:
-    FakeRegistry.failures_left = [2]
-    assert RegistryClient(registry, retries=2, backoff=0.01).digest("team/img", "v1") == DIGEST
+def test_blobs_stream_in_chunks_and_are_checked_against_their_digest(registry: tuple[str, State]) -> None:
+    address, state = registry
+    sink = io.BytesIO()
+    assert RegistryClient(address, retries=0).stream_blob("team/img", BLOB_DIGEST, sink) == len(BLOB)
+    assert sink.getvalue() == BLOB
+    with pytest.raises(PudevError, match="is larger than 100 bytes"):
+        RegistryClient(address, retries=0).stream_blob("team/img", BLOB_DIGEST, io.BytesIO(), limit=100)
+    state.corrupt_blob = True
+    with pytest.raises(PudevError, match="does not match its digest"):
+        RegistryClient(address, retries=0).get_blob("team/img", BLOB_DIGEST)
 
 
-def test_persistent_failure_is_one_clear_error(registry: str) -> None:
-    FakeRegistry.failures_left = [99]
+@pytest.mark.parametrize("status", [429, 503])
+def test_retry_after_is_honoured(registry: tuple[str, State], sleeps: list[float], status: int) -> None:
+    address, state = registry
+    state.transient = [(status, "7"), (status, "3")]
+    assert RegistryClient(address, retries=2, backoff=0.01).digest("team/img", "v1") == MANIFEST_DIGEST
+    assert sleeps[:2] == [7.0, 3.0]
+
+
+def test_a_long_retry_after_is_capped(registry: tuple[str, State], sleeps: list[float]) -> None:
+    address, state = registry
+    state.transient = [(429, "86400")]
+    assert RegistryClient(address, retries=1).digest("team/img", "v1") == MANIFEST_DIGEST
+    assert sleeps == [120.0]
+
+
+def test_transient_failures_are_retried_with_backoff(registry: tuple[str, State], sleeps: list[float]) -> None:
+    address, state = registry
+    state.transient = [(502, ""), (500, "")]
+    assert RegistryClient(address, retries=2, backoff=0.5).digest("team/img", "v1") == MANIFEST_DIGEST
+    assert len(state.registry_seen) >= 3 and sleeps and all(wait >= 0 for wait in sleeps)
+
+
+def test_persistent_failure_is_one_clear_error(registry: tuple[str, State], sleeps: list[float]) -> None:
+    address, state = registry
+    state.transient = [(503, "")] * 99
     with pytest.raises(PudevError, match=r"registry 127\.0\.0\.1:\d+ does not answer \(HTTP 503\) after 2 tries"):
-        RegistryClient(registry, retries=1, backoff=0.01).ping()
+        RegistryClient(address, retries=1, backoff=0.01).ping()
 
 
 def test_nothing_listening() -> None:
@@ -109,8 +116,54 @@ def test_nothing_listening() -> None:
         RegistryClient("127.0.0.1:9", retries=0).ping()
 
 
-def test_docker_hub_names() -> None:
+def test_a_pull_only_login_is_refused_a_push_with_the_repository_and_scope(
+        registry: tuple[str, State], docker_config: Path) -> None:
+    address, state = registry
+    login(docker_config, address, "reader", "r3ad")
+    client = RegistryClient(address, retries=0)
+    assert client.digest("team/img", "v1") == MANIFEST_DIGEST  # pull works
+    with pytest.raises(PudevError) as refused:
+        client.tag("team/img", MANIFEST_DIGEST, "latest")
+    message = str(refused.value)
+    assert "refused pull,push on repository team/img" in message and "auths[" in message
+    assert "write:packages" in message and "latest" not in state.manifests
+
+
+def test_anonymous_is_refused_with_how_to_log_in(registry: tuple[str, State], docker_config: Path) -> None:
+    address, _ = registry
+    (docker_config / "config.json").unlink()
+    with pytest.raises(PudevError, match=r"refused pull on repository team/img for an anonymous request .*"
+                                         r"docker login 127\.0\.0\.1"):
+        RegistryClient(address, retries=0).digest("team/img", "v1")
+
+
+def test_wrong_credentials_are_named_without_the_secret(registry: tuple[str, State], docker_config: Path) -> None:
+    address, _ = registry
+    login(docker_config, address, "pusher", "wrong-password")
+    with pytest.raises(PudevError) as refused:
+        RegistryClient(address, retries=0).digest("team/img", "v1")
+    assert "refused the credentials from" in str(refused.value) and "wrong-password" not in str(refused.value)
+
+
+def test_credentials_never_go_to_a_plain_http_realm_elsewhere() -> None:
+    challenge = parse_challenge('Bearer realm="http://auth.example.invalid/token",service="x"')
+    assert challenge is not None
+    import requests
+    with pytest.raises(PudevError, match="not https; refusing to send them"):
+        authorization(challenge, host="registry.example.invalid", scope="repository:a:pull",
+                      credentials=Credentials("u", "p", "test"), session=requests.Session(), verify=True, timeout=1)
+
+
+def test_a_missing_ca_file_names_its_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "nope.pem"))
+    with pytest.raises(PudevError, match=r"REQUESTS_CA_BUNDLE=.*nope\.pem \(environment\): no such CA file"):
+        RegistryClient("127.0.0.1:9")
+
+
+def test_names() -> None:
     ref = parse_image_ref("ubuntu:22.04")
     assert ref is not None and registry_host(ref) == DOCKER_HUB and repository_path(ref) == "library/ubuntu"
     ref = parse_image_ref("pytorch/pytorch:2.5.1-cuda12.1-cudnn9-runtime")
     assert ref is not None and repository_path(ref) == "pytorch/pytorch"
+    assert is_loopback("127.0.0.1:5000") and is_loopback("localhost:1") and is_loopback("[::1]:5000")
+    assert not is_loopback("ghcr.io") and not is_loopback("10.0.0.1:5000")

@@ -1,2 +1,3 @@
-"""Stage 2, building: a plan per variant (pure), its labels, CA bundle and lock
-checks, the bake and CI exports, and the builder that runs a plan on the engine."""
+"""Stage 2, building: plans assembled per variant (pure), their labels, CA bundle and
+lock checks, the bake and CI exports; the input images' digests (digests.py) and the
+builder that runs a plan on the engine."""

@@ -1,15 +1,23 @@
-"""`pudev bake`: the matrix as a `docker buildx bake` file (docker-bake.json),
-built as data and serialised once, for remote or clustered BuildKit builders."""
+"""`pudev bake`: the plans as a `docker buildx bake` file (docker-bake.json), built
+as data and serialised once, for remote or clustered BuildKit builders.
+
+Each target spells the plan's one BuildSpec, the same one `pudev build` passes to
+`docker build`: labels, every build argument and the input images' digests, so an
+image baked from it is tested and promoted like one `pudev build` made."""
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
 from typing import Any
 
-from pudev.build.plan import build_args, local_tag
-from pudev.config.model import Matrix, Variant
+from pudev.build.plan import BuildPlan, BuildSpec
+from pudev.common.errors import PudevError
+from pudev.paths import REPO_ROOT
 
 # Bake reads ${...} in JSON strings as interpolation; a literal one is written $${...}.
+# The CA bundle stays a bake variable, so whoever runs bake can point it at their own.
 CA_SECRET = "id=ca,src=${CA_BUNDLE}"
 NO_CA_BUNDLE = "/dev/null"  # an empty secret: with-ca.sh then adds no CA
 
@@ -18,26 +26,46 @@ def _literal(value: str) -> str:
     return value.replace("${", "$${")
 
 
-def bake_target(variant: Variant) -> dict[str, Any]:
-    return {
-        "context": ".",
-        "dockerfile": "docker/Dockerfile",
-        "target": "final",
-        "platforms": [variant.platform],
-        "tags": [_literal(local_tag(variant))],
-        "args": {key: _literal(value) for key, value in build_args(variant).items()},
+def _relative(path: os.PathLike[str]) -> str:
+    """Paths relative to the checkout, where the bake file is run from."""
+    return os.path.relpath(path, REPO_ROOT)
+
+
+def bake_target(spec: BuildSpec) -> dict[str, Any]:
+    """The spec as a bake target: every field the docker command has, nothing else."""
+    if spec.pending_args:
+        # A bake file runs elsewhere, later: an input left to the environment would be recorded empty.
+        raise PudevError(f"{spec.tag}: {', '.join(spec.pending_args)} not resolved; a bake target needs every digest")
+    target: dict[str, Any] = {
+        "context": _relative(spec.context),
+        "dockerfile": _relative(spec.dockerfile),
+        "target": spec.target,
+        "platforms": [spec.platform],
+        "tags": [_literal(spec.tag)],
+        "args": {key: _literal(value) for key, value in spec.args.items() if value is not None},
+        "labels": {key: _literal(value) for key, value in sorted(spec.labels.items())},
         "secret": [CA_SECRET],
     }
+    if spec.cache_from:
+        target["cache-from"] = list(spec.cache_from)
+    if spec.cache_to:
+        target["cache-to"] = list(spec.cache_to)
+    if spec.no_cache:
+        target["no-cache"] = True
+    return target
 
 
-def bake_document(matrix: Matrix) -> dict[str, Any]:
-    """One target per variant and a default group holding them all."""
+def bake_document(plans: Sequence[BuildPlan]) -> dict[str, Any]:
+    """One target per plan and a default group holding them all."""
+    specs = {plan.variant.name: plan.spec() for plan in plans}
+    bundles = {str(spec.ca_bundle) for spec in specs.values() if spec.ca_bundle is not None}
     return {
-        "variable": {"CA_BUNDLE": {"default": NO_CA_BUNDLE}},
-        "group": {"default": {"targets": list(matrix.variants)}},
-        "target": {name: bake_target(variant) for name, variant in matrix.variants.items()},
+        # The plans' CA bundle (one per command) is the default; CA_BUNDLE=PATH at bake time overrides it.
+        "variable": {"CA_BUNDLE": {"default": _literal(next(iter(bundles), NO_CA_BUNDLE))}},
+        "group": {"default": {"targets": list(specs)}},
+        "target": {name: bake_target(spec) for name, spec in specs.items()},
     }
 
 
-def bake_json(matrix: Matrix) -> str:
-    return json.dumps(bake_document(matrix), indent=2) + "\n"
+def bake_json(plans: Sequence[BuildPlan]) -> str:
+    return json.dumps(bake_document(plans), indent=2) + "\n"

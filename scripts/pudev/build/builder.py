@@ -5,7 +5,6 @@ interrupted build creates or moves no tag)."""
 from __future__ import annotations
 
 import collections
-import dataclasses
 import signal
 import subprocess
 import sys
@@ -14,10 +13,10 @@ from typing import TextIO
 
 from pudev.build.buildlock import build_lock
 from pudev.build.buildlog import find_failure
-from pudev.build.labels import base_labels
-from pudev.build.plan import BuildPlan
+from pudev.build.digests import FOR_BUILD, identify
+from pudev.build.plan import BuildPlan, input_images
 from pudev.common.errors import PudevError
-from pudev.engine import docker, images
+from pudev.engine import docker
 
 LOG_LINES_KEPT = 4000
 
@@ -41,27 +40,18 @@ def _stop(process: subprocess.Popen[str]) -> None:
             process.wait()
 
 
-def with_engine_inputs(plan: BuildPlan) -> BuildPlan:
-    """The plan plus the digests (or, for images built here, the ids) of its base and toolkit images."""
-
-    def identity(ref: str) -> str:
-        digest, image_id = images.identity(ref)
-        return digest or image_id
-
-    toolkits = {f"TOOLKIT_{slot}_DIGEST": identity(toolkit.image)
-                for slot, toolkit in zip(("A", "B"), plan.variant.toolkits, strict=True)}
-    inputs = {**plan.inputs, "BASE_DIGEST": identity(plan.variant.base_image), **toolkits}
-    return dataclasses.replace(plan, inputs=inputs)
-
-
 def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
     """Build and tag; returns the image id. Raises PudevError with the failing stage."""
     docker.require_daemon()
     # The record names the base's and toolkits' digests, so they must be here (pulled if need be) first.
-    for needed in (plan.variant.base_image, *(toolkit.image for toolkit in plan.variant.toolkits)):
+    for needed in input_images(plan.variant).values():
         docker.ensure_local(needed)
-    plan = with_engine_inputs(plan)
-    command = [docker.require_buildkit(), *plan.docker_args(base_labels(*images.identity(plan.variant.base_image)))]
+    (plan,) = identify([plan], FOR_BUILD)
+    missing = plan.spec().pending_args
+    if missing:
+        raise PudevError(f"the engine has no identity for {', '.join(missing)} of {plan.tag} although it was just "
+                         "pulled; rerun the build")
+    command = [docker.require_buildkit(), *plan.docker_args()]
     kept: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
     with build_lock(plan.tag):
         replaced = docker.image_id(plan.tag)

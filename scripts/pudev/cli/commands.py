@@ -3,32 +3,22 @@ the selection once and hands plans or variants to the stage that does the work."
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from pudev.build.plan import BuildPlan, local_tag
 from pudev.cli.request import Request
 from pudev.common.errors import PudevError
+from pudev.config.model import Variant
 from pudev.config.selection import Selected, resolve
 
 
-def _plans(request: Request, selected: Selected) -> list[BuildPlan]:
-    """Plans for the selected variants: locks and CA bundle checked, nothing asked of Docker."""
-    from pudev.build.cabundle import resolve_ca_bundle
-    from pudev.build.labels import build_labels, source_info
-    from pudev.build.locks import require_lock
+def _plans(request: Request, variants: Sequence[Variant]) -> list[BuildPlan]:
+    from pudev.build.planning import plan_builds
 
-    locks = {variant.name: require_lock(variant, profile=request.selection.profile) for variant in selected.variants}
-    ca_bundle = resolve_ca_bundle(request.build.ca_bundle, disabled=request.build.no_ca_bundle)
-    source = source_info()
-    return [BuildPlan(variant=variant, ca_bundle=ca_bundle, labels=build_labels(variant, source),
-                      cache_from=request.build.cache_from, cache_to=request.build.cache_to,
-                      no_cache=request.build.no_cache,
-                      inputs={"LOCK_SHA256": hashlib.sha256(locks[variant.name].read_bytes()).hexdigest(),
-                              "SOURCE_REVISION": source.revision})
-            for variant in selected.variants]
+    return plan_builds(variants, request.build, profile=request.selection.profile)
 
 
 def cmd_variants(request: Request) -> int:
@@ -40,10 +30,15 @@ def cmd_variants(request: Request) -> int:
 
 
 def cmd_plan(request: Request) -> int:
-    # The client is named as configured, never probed: a plan is the same with or without Docker.
+    from pudev.build.digests import FOR_PLAN, identify
+
+    # The client is named as configured, never probed. An engine, where one answers, only fills in the
+    # input digests it already knows; the note names those the build resolves after pulling.
     docker = os.environ.get("PUDEV_DOCKER", "").strip() or "docker"
-    for plan in _plans(request, resolve(request.selection)):
+    for plan in identify(_plans(request, resolve(request.selection).variants), FOR_PLAN):
         print(f"# {plan.variant.name}: run from any directory")
+        for line in plan.pending_note():
+            print(f"# {line}")
         print(plan.shell_command(docker))
     return 0
 
@@ -51,7 +46,7 @@ def cmd_plan(request: Request) -> int:
 def cmd_build(request: Request) -> int:
     from pudev.build.builder import run_build
 
-    for plan in _plans(request, resolve(request.selection)):  # bad input fails before any build starts
+    for plan in _plans(request, resolve(request.selection).variants):  # bad input fails before any build starts
         run_build(plan)
     return 0
 
@@ -132,8 +127,8 @@ def cmd_push(request: Request) -> int:
 def cmd_promote(request: Request) -> int:
     import dataclasses
 
+    from pudev.registry.client import RegistryClient
     from pudev.release.promote import promote
-    from pudev.release.registry import RegistryClient
     from pudev.release.targets import parse_digest_ref
     from pudev.release.testresults import results
 
@@ -152,8 +147,8 @@ def cmd_promote(request: Request) -> int:
     if variant is None:
         raise PudevError(f"{candidate} has no test result at all: run `pudev test {candidate}` first")
     is_default = variant.name == selected.matrix.default_variant
-    release, tags = promote(candidate, variant=variant.name, is_default=is_default, required=variant.required_tests,
-                            client=client)
+    release, tags = promote(candidate, found=tested, variant=variant.name, is_default=is_default,
+                            required=variant.required_tests, client=client)
     print(f"promoted {release}: {', '.join(tags)}")
     return 0
 
@@ -194,14 +189,20 @@ def cmd_pin(request: Request) -> int:
 def cmd_matrix(request: Request) -> int:
     from pudev.build.cimatrix import matrix_json
 
-    print(matrix_json(resolve(request.selection, require_names=False).matrix))
+    selected = resolve(request.selection, require_names=False)
+    # The whole matrix, or with --profile only the profile's variant (the workflow's cheap first run).
+    print(matrix_json(selected.matrix, only=tuple(variant.name for variant in selected.variants)))
     return 0
 
 
 def cmd_bake(request: Request) -> int:
     from pudev.build.bake import bake_json
+    from pudev.build.digests import FOR_BAKE, identify
 
-    text = bake_json(resolve(request.selection, require_names=False).matrix)
+    selected = resolve(request.selection, require_names=False)
+    # The whole matrix, or the profile's variant: each target is the plan `pudev build` would run.
+    plans = _plans(request, selected.variants or tuple(selected.matrix.variants.values()))
+    text = bake_json(identify(plans, FOR_BAKE))
     if request.options.out == "-":
         print(text, end="")
     else:

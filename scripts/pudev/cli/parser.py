@@ -81,7 +81,8 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     command("pin", "write each base and toolkit image's digest into the variant file", names=False)
     matrix = command("matrix", "print the CI build matrix as JSON (the workflow reads it)", names=False)
     matrix.add_argument("--json", action="store_true", help="JSON output (the only format)")
-    bake = command("bake", "write docker-bake.json for `docker buildx bake`", names=False)
+    bake = command("bake", "write docker-bake.json for `docker buildx bake`: each target the build `pudev build` "
+                           "runs, input digests included (pinned, pulled here, or asked of the registry)", names=False)
     bake.add_argument("--out", default="docker-bake.json", metavar="PATH", help="output file, or - for stdout")
     bench = command("bench-build", "measure cold and incremental stand-in builds", names=False)
     bench.add_argument("--out", default="reports/bench-build.json", metavar="PATH", help="JSON result")

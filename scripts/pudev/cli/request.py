@@ -7,17 +7,9 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
+from pudev.build.planning import BuildOptions
 from pudev.config.overrides import Override, parse_assignments, parse_toolkit_images
 from pudev.config.selection import Selection
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    ca_bundle: str | None  # --ca-bundle; None: the host's PIP_CERT / SSL_CERT_FILE / REQUESTS_CA_BUNDLE
-    no_ca_bundle: bool
-    cache_from: tuple[str, ...]
-    cache_to: tuple[str, ...]
-    no_cache: bool
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pudev.common.errors import PudevError
-from pudev.release.registry import RegistryClient
+from pudev.registry.client import RegistryClient
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -51,7 +51,7 @@ def attach(client: RegistryClient, repository: str, subject_digest: str, *, arti
     body = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
     digest = "sha256:" + hashlib.sha256(body).hexdigest()
     answer = client.put_manifest(repository, digest, body, OCI_MANIFEST)
-    if not any(key.lower() == "oci-subject" for key in answer.headers):
+    if "OCI-Subject" not in answer.headers:
         # No referrers API: the client keeps the fallback index (distribution-spec 1.1).
         _add_to_fallback(client, repository, subject_digest, {
             "mediaType": OCI_MANIFEST, "digest": digest, "size": len(body), "artifactType": artifact_type,
@@ -63,11 +63,11 @@ def attach(client: RegistryClient, repository: str, subject_digest: str, *, arti
 def _read_index(client: RegistryClient, repository: str, tag: str) -> dict[str, Any] | None:
     answer = client.request("GET", f"/v2/{repository}/manifests/{tag}", scope=f"repository:{repository}:pull",
                             headers={"Accept": OCI_INDEX})
-    if answer.status == 404:
+    if answer.status_code == 404:
         return None
-    if answer.status != 200:
-        raise PudevError(f"{client.host}/{repository}:{tag}: reading the referrers index answered {answer.status}")
-    index: dict[str, Any] = json.loads(answer.body)
+    if answer.status_code != 200:
+        raise PudevError(f"{client.host}/{repository}:{tag}: reading the referrers index answered {answer.status_code}")
+    index: dict[str, Any] = json.loads(answer.content)
     return index
 
 
@@ -86,14 +86,14 @@ def referrers(client: RegistryClient, repository: str, subject_digest: str, arti
     """Artifacts whose subject is `subject_digest`, oldest first."""
     answer = client.request("GET", f"/v2/{repository}/referrers/{subject_digest}",
                             scope=f"repository:{repository}:pull", headers={"Accept": OCI_INDEX})
-    if answer.status == 200:
-        entries = json.loads(answer.body).get("manifests", [])
-    elif answer.status == 404:
+    if answer.status_code == 200:
+        entries = json.loads(answer.content).get("manifests", [])
+    elif answer.status_code == 404:
         index = _read_index(client, repository, fallback_tag(subject_digest))
         entries = [] if index is None else index.get("manifests", [])
     else:
         raise PudevError(f"{client.host}/{repository}: listing referrers of {subject_digest[:19]} answered "
-                         f"{answer.status}")
+                         f"{answer.status_code}")
     found = [Artifact(entry["digest"], entry.get("artifactType", ""), dict(entry.get("annotations") or {}))
              for entry in entries]
     return [item for item in found if not artifact_type or item.artifact_type == artifact_type]

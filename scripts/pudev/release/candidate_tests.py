@@ -10,9 +10,9 @@ from pathlib import Path
 from pudev.common.errors import PudevError
 from pudev.devtools.testrun import run_image_tests
 from pudev.engine import docker, images
+from pudev.registry.client import RegistryClient
 from pudev.release import testresults
 from pudev.release.candidates import candidate_tag
-from pudev.release.registry import RegistryClient
 from pudev.release.tags import read_facts
 from pudev.release.targets import DigestRef
 from pudev.release.testresults import SuiteResult

@@ -12,7 +12,7 @@ import time
 
 from pudev.common.errors import PudevError
 from pudev.engine import docker, images
-from pudev.release.registry import RegistryClient
+from pudev.registry.client import RegistryClient
 from pudev.release.targets import DigestRef, Target
 
 _PUSHED_DIGEST = re.compile(r"digest: (sha256:[0-9a-f]{64})")

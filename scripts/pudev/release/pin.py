@@ -10,7 +10,8 @@ from pudev.common.errors import PudevError
 from pudev.common.imageref import ImageRef, parse_image_ref
 from pudev.common.inputs import InputFile
 from pudev.config.loader import load_matrix
-from pudev.release.registry import RegistryClient, registry_host, repository_path
+from pudev.registry.client import RegistryClient
+from pudev.registry.names import registry_host, repository_path
 
 
 def resolve_digest(reference: str) -> str:

@@ -14,8 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 from pudev.common.errors import PudevError
-from pudev.release import testresults
-from pudev.release.registry import RegistryClient
+from pudev.registry.client import RegistryClient
 from pudev.release.tags import ImageFacts, compute_tags
 from pudev.release.targets import DigestRef, Target
 from pudev.release.testresults import SuiteResult
@@ -68,10 +67,11 @@ def _blobs(manifest: bytes) -> list[str]:
     return [data["config"]["digest"], *(layer["digest"] for layer in data["layers"])]
 
 
-def promote(candidate: DigestRef, *, variant: str, is_default: bool, required: tuple[str, ...],
-            client: RegistryClient) -> tuple[DigestRef, list[str]]:
-    """Returns the release reference and its tags. Raises PudevError with a landed/missing report."""
-    tested = passing_results(candidate, testresults.results(client, candidate), required, variant)
+def promote(candidate: DigestRef, *, found: list[SuiteResult], variant: str, is_default: bool,
+            required: tuple[str, ...], client: RegistryClient) -> tuple[DigestRef, list[str]]:
+    """`found`: the candidate's recorded results (testresults.results), read once by the caller.
+    Returns the release reference and its tags. Raises PudevError with a landed/missing report."""
+    tested = passing_results(candidate, found, required, variant)
     manifest = _check_unchanged(client, candidate, tested)
     tags = compute_tags(ImageFacts(**tested.facts), variant=variant, is_default=is_default)
     release = candidate.target.release
@@ -100,7 +100,7 @@ def _copy(client: RegistryClient, candidate: DigestRef, release: Target, manifes
             print(f"pudev: {release.ref(tag)} already at {candidate.digest[:19]}", flush=True)
             continue
         answer = client.put_manifest(release.repository, tag, manifest, media_type)
-        stored = next((v for k, v in answer.headers.items() if k.lower() == "docker-content-digest"), "")
+        stored = answer.headers.get("Docker-Content-Digest", "")
         if stored and stored != candidate.digest:
             raise PudevError(f"{release.ref(tag)} was stored as {stored}, not {candidate.digest}")
         progress.landed.add(tag)

@@ -8,9 +8,9 @@ from typing import Any
 
 from pudev.common.errors import PudevError
 from pudev.engine import docker, images
+from pudev.registry.client import RegistryClient
 from pudev.release import artifacts
 from pudev.release.candidate_tests import CANDIDATE_PULL_HINT
-from pudev.release.registry import RegistryClient
 from pudev.release.sbom import SBOM_TYPE, build_sbom
 from pudev.release.targets import DigestRef, parse_digest_ref
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pudev.common.errors import PudevError
 from pudev.common.imageref import parse_image_ref
-from pudev.release.registry import api_host
+from pudev.registry.names import api_host
 
 CANDIDATE_SUFFIX = "-candidates"
 

@@ -10,8 +10,8 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from pudev.common.errors import PudevError
+from pudev.registry.client import RegistryClient
 from pudev.release import artifacts
-from pudev.release.registry import RegistryClient
 from pudev.release.targets import DigestRef
 
 TEST_RESULT_TYPE = "application/vnd.pudev.test-result.v1+json"

@@ -1,0 +1,254 @@
+"""Each bake target is the build `pudev build` runs for its variant: the same labels,
+every build argument (the input images' digests included), tag, CA secret and
+platform, read back from the docker command field by field. Checked on synthetic
+matrices, today's and each stand-in profile, so it holds for any matrix; then how
+bake finds each digest: a pinned reference, this engine, the registry, or one error."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_digests import FakeRegistry
+from matrices import HASHED_LOCK, WriteMatrix, pin, pinned, synthetic
+
+from pudev.build import locks
+from pudev.build.bake import CA_SECRET, NO_CA_BUNDLE
+from pudev.build.digests import identify
+from pudev.build.labels import OCI, PUDEV, build_labels, source_info
+from pudev.build.plan import ImageIdentity, input_images, native_platform
+from pudev.build.planning import BuildOptions, plan_builds
+from pudev.cli import main
+from pudev.config.model import Variant
+from pudev.config.profiles import profile_names
+from pudev.config.selection import Selection, resolve
+from pudev.engine import images
+from pudev.paths import DOCKERFILE, REPO_ROOT
+
+STANDINS = "pudev-standin/"  # images built on this engine: an id, no registry digest
+ELSEWHERE = "registry.example.com:5000/team"
+FOREIGN = "linux/arm64" if native_platform() == "linux/amd64" else "linux/amd64"
+
+
+def _local_id(reference: str) -> str:
+    return "sha256:" + hashlib.sha256(f"local {reference}".encode()).hexdigest()
+
+
+def _engine_with_standins(reference: str) -> tuple[str, str]:
+    """images.identity on an engine that holds the stand-ins and nothing pulled."""
+    return ("", _local_id(reference)) if reference.startswith(STANDINS) else ("", "")
+
+
+@dataclass(frozen=True)
+class Case:
+    selection: Selection
+    flags: list[str]  # the same selection and build options as `pudev bake` flags
+    options: BuildOptions
+
+    @property
+    def variants(self) -> tuple[Variant, ...]:
+        selected = resolve(self.selection, require_names=False)
+        return selected.variants or tuple(selected.matrix.variants.values())
+
+
+def _elsewhere() -> dict[str, Any]:
+    """The synthetic matrix built for another platform, from another registry, one base pinned."""
+    data = synthetic()
+    data.update(platform=FOREIGN, image=f"{ELSEWHERE}/dev-image", mirror="tuna")
+    data["toolkits"]["13.0"]["image"] = f"{ELSEWHERE}/cuda:13.0-devel"
+    data["variants"]["cu129"]["base_image"] = pin(data["variants"]["cu129"]["base_image"])
+    return data
+
+
+NO_CA = BuildOptions(no_ca_bundle=True)
+CACHED = BuildOptions(no_ca_bundle=True, cache_from=("type=registry,ref=x.example/cache",), cache_to=("type=inline",),
+                      no_cache=True)
+CACHED_FLAGS = ["--no-ca-bundle", "--cache-from", "type=registry,ref=x.example/cache", "--cache-to", "type=inline",
+                "--no-cache"]
+CASES = ["synthetic", "elsewhere", "today", *(f"profile {name}" for name in profile_names())]
+
+
+@pytest.fixture(params=CASES)
+def case(request: pytest.FixtureRequest, matrix_file: WriteMatrix, lock_folder: Path, tmp_path: Path,
+         monkeypatch: pytest.MonkeyPatch) -> Case:
+    """A matrix, a selection and build options, on an engine that holds the stand-ins; every lock present."""
+    name = str(request.param)
+    bundle = tmp_path / "corp-ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    monkeypatch.setattr(images, "identity", _engine_with_standins)
+    if name.startswith("profile "):
+        profile = name.removeprefix("profile ")
+        case = Case(Selection(profile=profile), ["--profile", profile, "--no-ca-bundle"], NO_CA)
+    elif name == "today":
+        case = Case(Selection(), ["--ca-bundle", str(bundle)], BuildOptions(ca_bundle=str(bundle)))
+    elif name == "elsewhere":
+        path = matrix_file(_elsewhere())
+        case = Case(Selection(variants_file=path), ["--variants-file", str(path), *CACHED_FLAGS], CACHED)
+    else:
+        path = matrix_file()
+        case = Case(Selection(variants_file=path), ["--variants-file", str(path), "--no-ca-bundle"], NO_CA)
+    for variant in case.variants:  # a lock the matrix names (another platform's, say) that no test wrote
+        if not locks.lock_path(variant).exists():
+            locks.lock_path(variant).write_text(HASHED_LOCK)
+    return case
+
+
+def _bake(flags: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["bake", "--out", "-", *flags]) == 0, capsys.readouterr().err
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return document
+
+
+def _expected_identity(reference: str, registry: FakeRegistry) -> ImageIdentity:
+    """The rule, restated: a pinned digest as written, else this engine's copy, else the registry's tag."""
+    if "@sha256:" in reference:
+        return ImageIdentity(digest=reference.split("@", 1)[1])
+    if reference.startswith(STANDINS):
+        return ImageIdentity(image_id=_local_id(reference))
+    return ImageIdentity(digest=registry.digest_of(reference))
+
+
+def _options(command: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """A `docker build` command read back: each option's values, and the positional arguments."""
+    assert command[0] == "build"
+    options: dict[str, list[str]] = {}
+    positional: list[str] = []
+    rest = iter(command[1:])
+    for token in rest:
+        if token in ("--no-cache", "--load"):
+            options[token] = []
+        elif token.startswith("--"):
+            name, _, value = token.partition("=")
+            options.setdefault(name, []).append(value if value else next(rest))
+        else:
+            positional.append(token)
+    return options, positional
+
+
+def _as_bake_target(command: list[str]) -> dict[str, Any]:
+    """What bake must be told to run the same build as this docker command. Every option is
+    accounted for, so one the command gains and bake does not fails here."""
+    options, (context,) = _options(command)
+    target: dict[str, Any] = {
+        "context": os.path.relpath(context, REPO_ROOT),
+        "dockerfile": os.path.relpath(options.pop("--file")[0], REPO_ROOT),
+        "target": options.pop("--target")[0],
+        "platforms": options.pop("--platform", [native_platform()]),
+        "tags": options.pop("--tag"),
+        "args": dict(item.split("=", 1) for item in options.pop("--build-arg")),
+        "labels": dict(item.split("=", 1) for item in options.pop("--label")),
+        "secret": [CA_SECRET],  # its source, the CA_BUNDLE variable, is checked by _ca_source
+    }
+    for flag in ("--cache-from", "--cache-to"):
+        if flag in options:
+            target[flag[2:]] = options.pop(flag)
+    if options.pop("--no-cache", None) is not None:
+        target["no-cache"] = True
+    # Not target fields: how progress prints, and where the image goes (bake's own --load or --push).
+    assert set(options) <= {"--progress", "--secret", "--load"}, options
+    return target
+
+
+def _ca_source(command: list[str]) -> str:
+    secrets = _options(command)[0].get("--secret", [])
+    assert len(secrets) <= 1 and all(item.startswith("id=ca,src=") for item in secrets)
+    return secrets[0].removeprefix("id=ca,src=") if secrets else NO_CA_BUNDLE
+
+
+def _required_dockerfile_args() -> set[str]:
+    lines = [line.split()[1] for line in DOCKERFILE.read_text().splitlines() if line.startswith("ARG ")]
+    return {line for line in lines if "=" not in line}
+
+
+def test_each_bake_target_is_the_build_of_its_variant(case: Case, registry: FakeRegistry,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    bake = _bake(case.flags, capsys)
+    source = source_info()
+    assert bake["group"]["default"]["targets"] == [variant.name for variant in case.variants]
+    assert set(bake["target"]) == {variant.name for variant in case.variants}
+    for variant in case.variants:
+        expected = {ref: _expected_identity(ref, registry) for ref in input_images(variant).values()}
+        # The command `pudev build` runs, once it knows the same images.
+        (plan,) = identify(plan_builds([variant], case.options, profile=case.selection.profile), [expected.get])
+        command = plan.docker_args()
+        target = bake["target"][variant.name]
+        assert target == _as_bake_target(command), variant.name
+        assert bake["variable"]["CA_BUNDLE"]["default"] == _ca_source(command)
+        # And what that build must carry, stated without the plan: every input by its identity.
+        args, labels = target["args"], target["labels"]
+        assert set(args) == _required_dockerfile_args()
+        for name, reference in input_images(variant).items():
+            assert args[name] == expected[reference].pin != "", name
+        assert args["LOCK_SHA256"] == hashlib.sha256(locks.lock_path(variant).read_bytes()).hexdigest()
+        assert args["SOURCE_REVISION"] == labels[f"{OCI}.revision"] == source.revision
+        base = expected[variant.base_image]
+        base_labels = {f"{OCI}.base.digest": base.digest, f"{PUDEV}.base.id": base.image_id}
+        assert labels == {**build_labels(variant, source), **{k: v for k, v in base_labels.items() if v}}
+        assert labels[f"{PUDEV}.variant"] == variant.name  # what `pudev test REF@sha256:...` reads
+        assert target["tags"] == [f"{variant.image}:{variant.name}"] and target["platforms"] == [variant.platform]
+
+
+def _synthetic_bake(matrix_file: WriteMatrix, lock_folder: Path, data: dict[str, Any] | None = None) -> list[str]:
+    """`pudev bake` of the synthetic matrix (its lock is in `lock_folder`)."""
+    return ["bake", "--out", "-", "--no-ca-bundle", "--variants-file", str(matrix_file(data))]
+
+
+def _never(reference: str) -> tuple[str, str]:
+    raise AssertionError(f"the engine was asked about {reference}")
+
+
+def test_a_pinned_image_is_taken_as_pinned_without_asking(matrix_file: WriteMatrix, lock_folder: Path,
+                                                         registry: FakeRegistry, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    data = pinned()
+    monkeypatch.setattr(images, "identity", _never)
+    assert main(_synthetic_bake(matrix_file, lock_folder, data)) == 0
+    target = json.loads(capsys.readouterr().out)["target"]["cu130"]
+    base = data["variants"]["cu130"]["base_image"]
+    assert target["args"]["BASE_DIGEST"] == target["labels"][f"{OCI}.base.digest"] == base.split("@")[1]
+    assert registry.asked == []
+
+
+def test_this_engine_answers_before_the_registry_and_each_image_is_asked_once(
+        matrix_file: WriteMatrix, lock_folder: Path, registry: FakeRegistry, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    base = synthetic()["variants"]["cu130"]["base_image"]
+    pulled = ("sha256:" + "d" * 64, "sha256:" + "e" * 64)
+    monkeypatch.setattr(images, "identity", lambda ref: pulled if ref == base else ("", ""))
+    assert main(_synthetic_bake(matrix_file, lock_folder)) == 0
+    target = json.loads(capsys.readouterr().out)["target"]["cu130"]
+    assert target["args"]["BASE_DIGEST"] == pulled[0]
+    assert target["labels"][f"{PUDEV}.base.id"] == pulled[1]  # the local id, as pudev build labels it
+    assert not any("torch" in asked for asked in registry.asked if "cu13.0" in asked)
+    assert len(registry.asked) == len(set(registry.asked)) == 3  # cu129's base and the two shared toolkits
+
+
+@pytest.mark.parametrize("failure", ["no such tag", "registry down"])
+def test_an_image_nothing_can_name_is_one_error_with_the_fix(failure: str, matrix_file: WriteMatrix,
+                                                            lock_folder: Path, registry: FakeRegistry,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    data = pinned()
+    unpinned = "example.com/torch:3.1.0-cuda12.9"
+    data["variants"]["cu129"]["base_image"] = unpinned
+    registry.missing.add(unpinned)
+    registry.down = failure == "registry down"
+    assert main(_synthetic_bake(matrix_file, lock_folder, data)) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
+    line = captured.err.strip()
+    assert line.startswith(f"pudev: error: cannot resolve the digest of {unpinned}: ")
+    assert ("example.com has no such tag" if failure == "no such tag" else "does not answer") in line
+    assert line.endswith(f"run `pudev pin` on a machine that reaches the registry, or pull it "
+                         f"(`docker pull {unpinned}`)")
+
+
+def test_today_bake_without_a_registry_names_the_first_image(capsys: pytest.CaptureFixture[str]) -> None:
+    """Offline (the unit tests' default), today's unpinned matrix cannot be baked: one line says why."""
+    assert main(["bake", "--out", "-", "--no-ca-bundle"]) == 2
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and "cannot resolve the digest of " in line and "pudev pin" in line
