@@ -21,6 +21,7 @@ BLOB_DIGEST = "sha256:" + hashlib.sha256(BLOB).hexdigest()
 MANIFEST = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json"}).encode()
 MANIFEST_DIGEST = "sha256:" + hashlib.sha256(MANIFEST).hexdigest()
 USERS = {"pusher": ("s3cret", "pull,push"), "reader": ("r3ad", "pull")}
+REFRESH_TOKENS = {"refresh-pusher": "pusher"}
 
 
 @dataclass
@@ -66,7 +67,13 @@ def _handler(state: State, role: str) -> type[BaseHTTPRequestHandler]:
             query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
             user, granted = "", set()
             basic = self.headers.get("Authorization", "").removeprefix("Basic ")
-            if basic:
+            if self.command == "POST":  # OAuth2 refresh-token grant: an identity token stands for its user
+                query = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+                user = REFRESH_TOKENS.get(query.get("refresh_token", [""])[0], "")
+                if query.get("grant_type") != ["refresh_token"] or not user:
+                    self.reply(401)
+                    return
+            elif basic:
                 user, _, password = base64.b64decode(basic).decode().partition(":")
                 if USERS.get(user, ("",))[0] != password:
                     self.reply(401)

@@ -129,6 +129,15 @@ def test_a_pull_only_login_is_refused_a_push_with_the_repository_and_scope(
     assert "write:packages" in message and "latest" not in state.manifests
 
 
+def test_an_identity_token_is_exchanged_through_the_refresh_grant(registry: tuple[str, State],
+                                                                 docker_config: Path) -> None:
+    address, state = registry
+    (docker_config / "config.json").write_text(json.dumps({"auths": {address: {"identitytoken": "refresh-pusher"}}}))
+    client = RegistryClient(address, retries=0)
+    client.tag("team/img", MANIFEST_DIGEST, "latest")  # push works: the refresh token stood for pusher
+    assert "latest" in state.manifests and [user for user, _ in state.token_requests] == ["pusher", "pusher"]
+
+
 def test_anonymous_is_refused_with_how_to_log_in(registry: tuple[str, State], docker_config: Path) -> None:
     address, _ = registry
     (docker_config / "config.json").unlink()
