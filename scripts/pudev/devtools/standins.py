@@ -15,6 +15,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,7 +54,7 @@ class StandIn:
 def load_standins(source: InputFile | None = None) -> list[StandIn]:
     raw = (source or standins_input()).read_toml()
     # The OS image has no Dockerfile: its recipe is the code that makes it.
-    steps = hashlib.sha256(inspect.getsource(_build_os).encode()).hexdigest()
+    steps = hashlib.sha256("".join(inspect.getsource(step) for step in _OS_STEPS).encode()).hexdigest()
     os_recipe = {"SUITE": raw["os"]["suite"], "STEPS": steps}
     found = [StandIn("os", raw["os"]["image"], "", os_recipe)]
     for name, table in raw["pytorch"].items():
@@ -67,21 +69,38 @@ def _current_recipe(image: str) -> str | None:
     return None if info is None else images.labels_of(info).get(RECIPE_LABEL, "")
 
 
+@contextmanager
+def root_directory(parent: Path) -> Iterator[Path]:
+    """An empty directory for a root filesystem, removed afterwards, with the mode `/` has in a real image.
+
+    mkdtemp makes it 0700, and the tar of it records that as the image's `/`: Docker ignores it,
+    but rootless podman on vfs applies it, and then no user but root can run anything."""
+    with tempfile.TemporaryDirectory(prefix="rootfs-", dir=parent) as made:
+        os.chmod(made, 0o755)
+        yield Path(made)
+
+
+def rootfs_tar(rootfs: Path) -> list[str]:
+    """The command that writes `rootfs` as a tar stream, its root directory as `./` (what docker import reads)."""
+    return ["tar", "-C", str(rootfs), "-c", "."]
+
+
 def _build_os(standin: StandIn, recipe: str) -> None:
     if os.geteuid() != 0:
         raise PudevError("debootstrap needs root to build the OS stand-in: run `sudo pudev standins`")
     if shutil.which("debootstrap") is None:
         raise PudevError("debootstrap is not installed: run `sudo apt-get install -y debootstrap`")
     suite = standin.args["SUITE"]
-    with tempfile.TemporaryDirectory(prefix="rootfs-", dir=cache_dir()) as rootfs:
+    with root_directory(cache_dir()) as rootfs:
         print(f"pudev: debootstrap --variant=minbase {suite} (default mirror)", flush=True)
-        subprocess.run(["debootstrap", "--variant=minbase", suite, rootfs], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["debootstrap", "--variant=minbase", suite, str(rootfs)], check=True,
+                       stdout=subprocess.DEVNULL)
         # Like the distributions' official images: no package lists, downloaded .debs or caches.
         for leftover in ("var/lib/apt/lists", "var/cache/apt"):
-            for path in (Path(rootfs) / leftover).rglob("*"):
+            for path in (rootfs / leftover).rglob("*"):
                 if path.is_file() and path.name != "lock":
                     path.unlink()
-        tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
+        tar = subprocess.Popen(rootfs_tar(rootfs), stdout=subprocess.PIPE)
         subprocess.run(
             [docker.docker_cli(), "import", "--change", f"LABEL {RECIPE_LABEL}={recipe}",
              "--change", 'CMD ["bash"]', "-", standin.image],
@@ -89,6 +108,10 @@ def _build_os(standin: StandIn, recipe: str) -> None:
         )
         if tar.wait() != 0:
             raise PudevError("tar of the debootstrapped root filesystem failed; rerun `pudev standins`")
+
+
+# Every function whose code shapes the OS image: a change to any of them rebuilds it.
+_OS_STEPS = (root_directory, rootfs_tar, _build_os)
 
 
 def _build_image(standin: StandIn, os_image: str, recipe: str, ca_bundle: Path | None) -> None:
