@@ -5,11 +5,15 @@
 #           docker-compose and the Dev Containers CLI (the real clients of the
 #           compose file and the devcontainer)
 #   engine  a running Docker daemon (started in the background when none answers)
+#   podman  Debian's podman for a rootless second engine: a dedicated non-root user
+#           ($PUDEV_PODMAN_USER, default pudev-podman) with subordinate id ranges and
+#           its own storage.conf (native overlay, never vfs); the Docker engine's
+#           configuration is left alone
 #   tidy    drop pudev's replaced images and cap BuildKit's cache (PUDEV_BUILD_CACHE_KEEP,
 #           default 25GB) so repeated runs keep their cache without filling the disk
 # It installs and starts things only as root on Debian/Ubuntu; elsewhere it
 # prints what is missing and how to get it, and exits non-zero.
-# Usage: scripts/host-setup.sh [tools|engine|tidy|all]   (default: all)
+# Usage: scripts/host-setup.sh [tools|engine|podman|tidy|all]   (default: all)
 set -eu
 what=${1:-all}
 
@@ -79,6 +83,84 @@ ensure_engine() {
     done
 }
 
+PODMAN_USER=${PUDEV_PODMAN_USER:-pudev-podman}
+SUBID_COUNT=65536
+
+# The first id after every range already handed out in a subordinate-id file, at least 100000.
+next_subid() {
+    awk -F: 'BEGIN { next_id = 100000 } NF == 3 && $2 + $3 > next_id { next_id = $2 + $3 } END { print next_id }' "$1"
+}
+
+# Write $2 to the file $1 only when it differs, owned by the podman user (its podman reads it).
+put_user_file() {
+    if [ "$(cat "$1" 2>/dev/null)" != "$2" ]; then
+        printf '%s\n' "$2" >"$1"
+        chown "$PODMAN_USER:" "$1"
+    fi
+}
+
+as_podman_user() {
+    home=$(getent passwd "$PODMAN_USER" | cut -d: -f6)
+    runtime=/run/user/$(id -u "$PODMAN_USER")
+    (cd "$home" && runuser -u "$PODMAN_USER" -- env HOME="$home" XDG_RUNTIME_DIR="$runtime" "$@")
+}
+
+ensure_podman() {
+    if ! is_root_debian; then
+        if command -v podman >/dev/null 2>&1 && id "$PODMAN_USER" >/dev/null 2>&1; then
+            return 0
+        fi
+        say "rootless podman is not set up: run 'sudo sh scripts/host-setup.sh podman' (installs podman and uidmap, creates the user $PODMAN_USER)"
+        return 1
+    fi
+    missing=""
+    command -v podman >/dev/null 2>&1 || missing="$missing podman"
+    command -v newuidmap >/dev/null 2>&1 || missing="$missing uidmap"
+    if [ -n "$missing" ]; then
+        say "installing$missing"
+        DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
+        # Without recommends: slirp4netns cannot open /dev/net/tun here (runs use --network none),
+        # and fuse-overlayfs would only be slower than the kernel's rootless overlay.
+        # shellcheck disable=SC2086  # $missing is a list of package names.
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null
+    fi
+    if ! id "$PODMAN_USER" >/dev/null 2>&1; then
+        say "creating the rootless podman user $PODMAN_USER"
+        useradd --create-home --shell /usr/sbin/nologin --comment "pudev rootless podman" "$PODMAN_USER"
+    fi
+    # A rootless engine maps the container's other ids onto these ranges.
+    for file in /etc/subuid /etc/subgid; do
+        [ -e "$file" ] || install -m 0644 /dev/null "$file"
+        if ! grep -q "^$PODMAN_USER:" "$file"; then
+            start=$(next_subid "$file")
+            flag=--add-subuids
+            [ "$file" = /etc/subgid ] && flag=--add-subgids
+            usermod "$flag" "$start-$((start + SUBID_COUNT - 1))" "$PODMAN_USER"
+        fi
+    done
+    home=$(getent passwd "$PODMAN_USER" | cut -d: -f6)
+    config=$home/.config/containers
+    runuser -u "$PODMAN_USER" -- mkdir -p "$config"
+    # overlay, never vfs: vfs copies every layer in full (about 106 GB for one of these images).
+    put_user_file "$config/storage.conf" '[storage]
+driver = "overlay"'
+    # No systemd here: cgroups through cgroupfs and events to a file instead of the journal.
+    put_user_file "$config/containers.conf" '[engine]
+cgroup_manager = "cgroupfs"
+events_logger = "file"'
+    # /run is a tmpfs: its runtime directory (what a login session would make) is made again after a boot.
+    runtime=/run/user/$(id -u "$PODMAN_USER")
+    [ -d "$runtime" ] || install -d -m 0700 -o "$PODMAN_USER" -g "$(id -g "$PODMAN_USER")" "$runtime"
+    if ! driver=$(as_podman_user podman info --format '{{.Store.GraphDriverName}}' 2>/dev/null); then
+        say "podman as $PODMAN_USER does not work: $(as_podman_user podman info 2>&1 >/dev/null | tail -n 1)"
+        return 1
+    fi
+    if [ "$driver" != overlay ]; then
+        say "podman as $PODMAN_USER uses the '$driver' storage driver, not overlay; its storage was made before storage.conf: reset it with 'runuser -u $PODMAN_USER -- podman system reset --force'"
+        return 1
+    fi
+}
+
 tidy() {
     docker=${PUDEV_DOCKER:-docker}
     command -v "$docker" >/dev/null 2>&1 || docker=/usr/bin/docker
@@ -91,7 +173,8 @@ tidy() {
 case $what in
     tools) ensure_tools ;;
     engine) ensure_engine ;;
+    podman) ensure_podman ;;
     tidy) ensure_engine && tidy ;;
-    all) ensure_tools && ensure_engine && tidy ;;
-    *) say "unknown step '$what': use tools, engine, tidy or all"; exit 2 ;;
+    all) ensure_tools && ensure_engine && ensure_podman && tidy ;;
+    *) say "unknown step '$what': use tools, engine, podman, tidy or all"; exit 2 ;;
 esac

@@ -1,6 +1,10 @@
 #!/bin/sh
 # Add what the runtime bases lack: compilers (plus an older g++ where a toolkit's
-# nvcc refuses the default one), build tools, zsh and tini.
+# nvcc refuses the default one), build tools, zsh and tini, and what cluster jobs
+# need: the user-space InfiniBand/RoCE verbs libraries with their hardware providers
+# (NCCL loads libibverbs to use that hardware; ibv_devinfo shows what is visible)
+# and an ssh client for MPI-style launchers. Debian's rdma-core package itself is
+# left out: it holds the host's udev rules and systemd units and pulls in udev.
 # Usage: install-os-packages.sh BUILD_MIRROR CXX_STANDARD MAX_GCC [MAX_GCC...]
 # Needs PYTHONPATH to hold pudev (bind-mounted) for the mirror steps.
 set -eu
@@ -33,8 +37,9 @@ done
 echo "install-os-packages: default g++ $default_gcc; for older toolkits:${extra:- none needed}"
 # shellcheck disable=SC2086  # $extra is a list of package names.
 apt-get "$@" -q install -y --no-install-recommends \
-    g++ $extra make ninja-build cmake git curl ca-certificates unzip less nano procps openssh-client \
-    zsh zsh-syntax-highlighting zsh-autosuggestions tini
+    g++ $extra make ninja-build cmake git curl ca-certificates unzip less nano procps \
+    zsh zsh-syntax-highlighting zsh-autosuggestions tini \
+    libibverbs1 ibverbs-providers librdmacm1 ibverbs-utils openssh-client
 rm -rf /var/log/apt/* /var/log/dpkg.log /var/cache/debconf/*-old
 
 # torch's extensions compile with CXX_STANDARD (c++20 from torch 2.12): the default g++ must take it.

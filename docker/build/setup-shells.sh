@@ -7,7 +7,9 @@
 #                 puts the image's PATH back from /etc/pudev/shell/path; zsh reads it
 #                 through /etc/zsh/zprofile
 #   zsh startup   the completion dump is built and compiled here, outside any home, so
-#                 a fresh home, volume or tmpfs still starts fast
+#                 a fresh home, volume or tmpfs still starts fast, without the first-run menu
+#   any user id   every zsh (zshenv), login shell (profile.d) and interactive bash sources
+#                 /etc/pudev/shell/home.sh: a writable HOME when docker gave HOME=/
 # Usage: setup-shells.sh USER_NAME
 set -eu
 user=$1
@@ -42,6 +44,15 @@ printf '\n# PyTorch Universal Dev: the image environment for login shells.\nemul
     >> /etc/zsh/zprofile
 # Ubuntu's global zshrc runs its own compinit (slow, and it writes ~/.zcompdump); the image's zshrc runs one.
 printf '\nskip_global_compinit=1\n' >> /etc/zsh/zshenv
+# Every zsh (scripts too, with or without the entrypoint): a writable HOME for any user id.
+printf '\n# PyTorch Universal Dev: a writable HOME for any user id.\nemulate sh -c ". /etc/pudev/shell/home.sh"\n' \
+    >> /etc/zsh/zshenv
+# A home without zsh startup files (a fresh volume, an arbitrary uid's own HOME) would get zsh's
+# first-run menu; the image's shell comes from /etc/zsh/zshrc, so the site-wide newuser script
+# (read instead of the distribution's, which starts the menu) only says so.
+mkdir -p /usr/share/zsh/scripts
+printf "# PyTorch Universal Dev: no first-run menu; the image's shell comes from /etc/zsh/zshrc.\n" \
+    > /usr/share/zsh/scripts/newuser
 
 mkdir -p /var/cache/pudev/zsh
 zsh -f -c 'autoload -Uz compinit && compinit -i -d /var/cache/pudev/zsh/zcompdump \

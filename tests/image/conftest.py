@@ -27,6 +27,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU (skips without one unless PUDEV_REQUIRE_GPU=1)")
     config.addinivalue_line("markers", "smoke: the quick core checks (versions, torch, toolkits), run on pulled images")
     config.addinivalue_line("markers", "nogpu: checks what users see without a GPU (skips where one is attached)")
+    config.addinivalue_line("markers", "anyuser: holds for any user id, with or without the entrypoint "
+                                       "(tests/e2e runs these as other uids: pudev selftest -- -m anyuser)")
 
 
 @pytest.hookimpl(wrapper=True)

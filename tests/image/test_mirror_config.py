@@ -1,4 +1,5 @@
-"""Mirror files baked in at build time, and a switch-and-back as the default user."""
+"""Mirror files baked in at build time (system-wide, so every user id and a fresh home get
+them), and a switch-and-back as the default user (their own files, no root needed)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from pudev.image.record import ImageRecord
 from pudev.mirror.catalogue import MIRRORS
+from pudev.mirror.config import written_by_pudev
 from pudev.mirror.paths import MirrorFiles
 
 
@@ -19,42 +21,48 @@ def _files() -> MirrorFiles:
     return MirrorFiles(root=Path("/"), home=Path.home())
 
 
-def test_baked_in_files_match_the_build_argument(record: ImageRecord) -> None:
+def test_baked_in_files_are_system_wide_and_match_the_build_argument(record: ImageRecord) -> None:
     files = _files()
     assert files.originals.is_dir(), "the base's apt sources must be kept for `pudev mirror none`"
-    pip_conf = files.pip_conf.read_text() if files.pip_conf.exists() else ""
+    assert not any(files.user_file(tool).exists() for tool in files.tools()), "the build wrote into a home"
     apt = "".join(path.read_text() for path in files.apt_files())
     if record.mirror == "none":
-        assert not files.pip_conf.exists()
+        assert not any(files.system_file(tool).exists() for tool in files.tools())
         return
     mirror = MIRRORS[record.mirror]
-    assert f"index-url = {mirror.pypi_index}" in pip_conf
+    for tool in files.tools():
+        path = files.system_file(tool)
+        text = path.read_text()
+        assert written_by_pudev(text) and path.stat().st_mode & 0o044 == 0o044, path
+        assert "trusted-host" not in text and "insecure" not in text, path
+    assert f"index-url = {mirror.pypi_index}" in files.system_file("pip").read_text()
     assert mirror.apt_base.split("://")[1] in apt
-    if files.conda_present:
-        assert mirror.conda_base in files.condarc.read_text()
     show = _pudev_mirror("--show")
-    assert show.stdout.startswith(f"apt: {record.mirror}  pip: {record.mirror}"), show.stdout
+    assert show.stdout.startswith(f"apt: {record.mirror}  pip: {record.mirror}  uv: {record.mirror}"), show.stdout
 
 
 def test_switch_and_back_as_the_default_user(record: ImageRecord) -> None:
+    """Without root a user switches their own files, which win over the system-wide ones."""
     files = _files()
-    before = files.pip_conf.read_text() if files.pip_conf.exists() else None
     other = "tuna" if record.mirror != "tuna" else "aliyun"
     try:
         switched = _pudev_mirror(other)
         assert switched.returncode == 0, switched.stderr
         assert "apt sources unchanged: they need root" in switched.stdout
-        assert f"pip: {other}" in switched.stdout
+        assert f"pip: {other}  uv: {other}" in switched.stdout
         pip_config = subprocess.run(["pip", "config", "get", "global.index-url"], capture_output=True, text=True,
                                     check=True).stdout.strip()
         assert pip_config == MIRRORS[other].pypi_index
-        none = _pudev_mirror("none")
-        assert none.returncode == 0 and "pip: none" in none.stdout
-        assert not files.pip_conf.exists()
+        back = _pudev_mirror("none")
+        assert back.returncode == 0 and not files.user_file("pip").exists()
+        if record.mirror != "none":  # the image-wide setting is root's to change, and it says so
+            assert f"pip: {record.mirror}" in back.stdout and "docker exec -u root" in back.stdout
     finally:
-        _pudev_mirror(record.mirror)
-    after = files.pip_conf.read_text() if files.pip_conf.exists() else None
-    assert after == before
+        for tool in files.tools():
+            path = files.user_file(tool)
+            if path.exists() and written_by_pudev(path.read_text()):
+                path.unlink()
+    assert _pudev_mirror("--show").stdout.startswith(f"apt: {record.mirror}  pip: {record.mirror}")
 
 
 def test_apt_switch_needs_root_and_says_so() -> None:
@@ -63,4 +71,4 @@ def test_apt_switch_needs_root_and_says_so() -> None:
     try:
         assert "need root" in result.stdout
     finally:
-        _pudev_mirror("--show")
+        _pudev_mirror("none")

@@ -4,6 +4,7 @@ gpumon's message without a driver, the bench smoke ladder, and the train helpers
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -90,3 +91,17 @@ def test_train_helpers() -> None:
 
     checkpointed = enable_checkpointing(resnet18(num_classes=2))
     assert type(checkpointed.layer1).__name__ == "CheckpointedSequential"
+
+
+def test_verify_reports_cluster_networking() -> None:
+    """The image carries the verbs libraries with their providers and an ssh client; verify says what
+    it finds, and whether this container can open RDMA devices (the stand-in host has none)."""
+    report = json.loads(_pudev("verify", "--cpu", "--json").stdout)
+    checks = {check["name"]: check for check in report["checks"]}
+    network = report["facts"]["network"]
+    assert checks["rdma libraries"]["status"] == "ok", checks["rdma libraries"]
+    assert network["verbs_library"].startswith("libibverbs.so.1.") and "mlx5" in network["verbs_providers"]
+    assert checks["ssh client"]["status"] == "ok" and network["ssh_client"].startswith("OpenSSH_")
+    expected = "ok" if network["uverbs_devices"] else ("warn" if network["rdma_devices"] else "skip")
+    assert checks["rdma devices"]["status"] == expected, checks["rdma devices"]
+    assert shutil.which("ibv_devinfo") and shutil.which("ssh")  # to look at the devices by hand; MPI launchers

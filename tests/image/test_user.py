@@ -15,8 +15,11 @@ def test_runs_as_uid_1000_by_default(record: ImageRecord) -> None:
 
 
 def test_home_and_workspace(record: ImageRecord) -> None:
+    """Both belong to the user and, for OpenShift's random uid with gid 0, to group 0 (setgid)."""
     home = Path(pwd.getpwnam(record.user).pw_dir)
-    assert home.stat().st_uid == 1000 and oct(home.stat().st_mode & 0o777) == "0o755"
+    for folder in (home, Path("/workspace")):
+        info = folder.stat()
+        assert (info.st_uid, info.st_gid, oct(info.st_mode & 0o7777)) == (1000, 0, "0o2775"), folder
     assert os.access(home, os.W_OK)
     probe = Path("/workspace/.pudev-write-probe")
     probe.write_text("ok")

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from pudev.engine.layers import Layer, find_waste
+import io
+import tarfile
+
+import pytest
+
+from pudev.engine.layers import Layer, _read_layer, find_waste
 
 
 def _layer(index: int, files: dict[str, int] | None = None, deleted: list[str] | None = None,
@@ -25,3 +30,39 @@ def test_deleted_overwritten_and_hidden_files_are_waste() -> None:
 def test_small_files_and_base_layers_are_ignored() -> None:
     layers = [_layer(0, {"/a": 5_000_000}), _layer(1, {"/b": 10}), _layer(2, deleted=["/a", "/b"])]
     assert find_waste(layers, first=1, threshold=1_000_000) == []
+
+
+def _tar(*members: tuple[str, int, bytes | None]) -> tarfile.TarFile:
+    """An in-memory layer tar: (name, mode, data), data None for a directory."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, mode, data in members:
+            info = tarfile.TarInfo(name)
+            info.mode = mode
+            if data is None:
+                info.type = tarfile.DIRTYPE
+                archive.addfile(info)
+            else:
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+    buffer.seek(0)
+    return tarfile.open(fileobj=buffer, mode="r")
+
+
+@pytest.mark.parametrize("root", [".", "./", "/"])
+def test_the_root_entry_mode_is_read_however_the_tar_names_it(root: str) -> None:
+    layer = _read_layer(0, _tar((root, 0o700, None), ("./etc/", 0o755, None), ("./etc/x", 0o644, b"xy")))
+    assert layer.root_mode == 0o700
+    assert layer.files == {"/etc/x": 2}
+
+
+def test_a_layer_without_a_root_entry_has_no_root_mode() -> None:
+    assert _read_layer(0, _tar(("etc/x", 0o644, b"x"))).root_mode is None
+
+
+def test_top_level_dot_names_keep_their_dot() -> None:
+    layer = _read_layer(0, _tar(("./.wh.opt", 0o644, b""), ("./.bashrc", 0o644, b"abc"),
+                                ("./a/.wh..wh..opq", 0o644, b"")))
+    assert layer.deleted == ["/opt"]
+    assert layer.files == {"/.bashrc": 3}
+    assert layer.opaque == ["/a"]

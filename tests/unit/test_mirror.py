@@ -1,16 +1,26 @@
-"""Mirror rendering for each mirror and each apt format, and the switch round trip."""
+"""Mirror rendering for each mirror and each apt format, the system-wide and per-user files,
+and the switch round trip."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 hosts
+    import tomli as tomllib
 
 import pytest
 
 from pudev.common.errors import PudevError
 from pudev.mirror import switch
+from pudev.mirror.__main__ import build_env, set_mirror
 from pudev.mirror.apt import rewrite_deb822, rewrite_one_line
 from pudev.mirror.catalogue import MIRRORS
-from pudev.mirror.config import render_condarc, render_pip_conf
+from pudev.mirror.config import render_condarc, render_pip_conf, render_uv_toml
 from pudev.mirror.paths import MirrorFiles
 
 UBUNTU_2204 = """\
@@ -93,18 +103,32 @@ def test_stanza_mixing_security_is_split_only_where_security_stays_upstream() ->
     assert aliyun.count("Types: deb") == 1 and "Suites: noble noble-security" in aliyun
 
 
-def test_pip_conf() -> None:
-    aliyun = render_pip_conf(MIRRORS["aliyun"])
-    assert "index-url = https://mirrors.aliyun.com/pypi/simple/" in aliyun
-    assert "trusted-host = mirrors.aliyun.com" in aliyun
-    tuna = render_pip_conf(MIRRORS["tuna"])
-    assert "index-url = https://pypi.tuna.tsinghua.edu.cn/simple" in tuna and "trusted-host" not in tuna
+@pytest.mark.parametrize("name", list(MIRRORS))
+def test_pip_and_uv_files_keep_certificate_checks_on(name: str) -> None:
+    """https mirrors with public certificates: nothing may turn pip's or uv's checks off."""
+    mirror = MIRRORS[name]
+    assert mirror.pypi_index.startswith("https://")
+    pip_conf, uv_toml = render_pip_conf(mirror), render_uv_toml(mirror)
+    assert f"index-url = {mirror.pypi_index}" in pip_conf
+    assert tomllib.loads(uv_toml) == {"index-url": mirror.pypi_index}
+    for text in (pip_conf, uv_toml, build_env(name)):
+        assert "trusted-host" not in text and "TRUSTED_HOST" not in text and "insecure" not in text.lower()
+    assert build_env(name).splitlines() == [f"export PIP_INDEX_URL={mirror.pypi_index}",
+                                            f"export UV_DEFAULT_INDEX={mirror.pypi_index}"]
 
 
 def test_condarc_maps_defaults_and_community_channels() -> None:
     text = render_condarc(MIRRORS["tuna"])
     assert "  - https://mirrors.tuna.tsinghua.edu.cn/anaconda/pkgs/main" in text
     assert "  conda-forge: https://mirrors.tuna.tsinghua.edu.cn/anaconda/cloud" in text
+
+
+def test_system_files_are_where_every_user_reads_them() -> None:
+    files = MirrorFiles(root=Path("/"), home=Path("/home/someone"))
+    assert files.system_file("pip") == Path("/etc/pip.conf")  # pip's global file
+    assert files.system_file("uv") == Path("/etc/uv/uv.toml")  # uv's system config
+    assert files.system_file("conda") == Path("/opt/conda/condarc.d/pudev-mirror.yaml")  # conda's root env
+    assert files.user_file("pip") == Path("/home/someone/.config/pip/pip.conf")
 
 
 @pytest.fixture
@@ -125,22 +149,69 @@ def test_switch_round_trip_restores_the_base_files(image_root: MirrorFiles) -> N
     files = image_root
     for name in ("aliyun", "tuna"):
         switch.write_apt(files, switch.lookup(name))
-        switch.write_user_files(files, switch.lookup(name))
-        assert switch.active(files) == {"apt": name, "pip": name, "conda": name}
+        switch.write_tool_files(files, switch.lookup(name), system=True)
+        assert switch.active(files) == {"apt": name, "pip": name, "uv": name, "conda": name}
+        assert not any(files.user_file(tool).exists() for tool in files.tools())  # no home needed
+        assert all(files.system_file(tool).stat().st_mode & 0o044 == 0o044 for tool in files.tools())
     switch.write_apt(files, None)
-    switch.write_user_files(files, None)
-    assert switch.active(files) == {"apt": "none", "pip": "none", "conda": "none"}
+    switch.write_tool_files(files, None, system=True)
+    assert switch.active(files) == {"apt": "none", "pip": "none", "uv": "none", "conda": "none"}
     assert files.apt_list.read_text() == UBUNTU_2204
-    assert not files.pip_conf.exists() and not files.condarc.exists()
+    assert not any(files.system_file(tool).exists() for tool in files.tools())
 
 
-def test_user_files_not_written_by_pudev_are_left_alone(image_root: MirrorFiles) -> None:
-    image_root.pip_conf.parent.mkdir(parents=True)
-    image_root.pip_conf.write_text("[global]\nindex-url = https://pypi.example.org/simple\n")
-    notes = switch.write_user_files(image_root, switch.lookup("tuna"))
-    assert any("pudev did not write it" in note for note in notes)
-    assert "example.org" in image_root.pip_conf.read_text()
-    assert switch.active(image_root)["pip"] == "custom"
+def test_a_users_own_files_win_over_the_system_wide_ones(image_root: MirrorFiles) -> None:
+    files = image_root
+    switch.write_tool_files(files, switch.lookup("aliyun"), system=True)
+    switch.write_tool_files(files, switch.lookup("tuna"), system=False)
+    assert switch.active(files) == {"apt": "none", "pip": "tuna", "uv": "tuna", "conda": "tuna"}
+    switch.write_tool_files(files, None, system=False)  # a user's `none` drops only their own files
+    assert switch.active(files) == {"apt": "none", "pip": "aliyun", "uv": "aliyun", "conda": "aliyun"}
+    assert switch.system_state(files, "pip") == "aliyun"
+
+
+def test_files_not_written_by_pudev_are_left_alone(image_root: MirrorFiles) -> None:
+    for system in (True, False):
+        path = image_root.system_file("pip") if system else image_root.user_file("pip")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("[global]\nindex-url = https://pypi.example.org/simple\n")
+        notes = switch.write_tool_files(image_root, switch.lookup("tuna"), system=system)
+        assert notes == [f"left {path} alone: pudev did not write it (move it away to let pudev manage it)"]
+        assert "example.org" in path.read_text()
+        assert switch.active(image_root)["pip"] == "custom"
+
+
+def test_without_conda_only_pip_and_uv_are_written(image_root: MirrorFiles) -> None:
+    (image_root.root / "opt/conda/bin/conda").unlink()
+    switch.write_tool_files(image_root, switch.lookup("aliyun"), system=True)
+    assert switch.active(image_root) == {"apt": "none", "pip": "aliyun", "uv": "aliyun"}
+    assert not (image_root.root / "opt/conda/condarc.d").exists()
+
+
+@pytest.mark.skipif(shutil.which("uv", path=str(Path(sys.executable).parent)) is None,
+                    reason="uv is not in this environment (make venv installs it)")
+def test_uv_reads_the_system_file_and_a_users_own_wins(tmp_path: Path) -> None:
+    """The real uv: the system-wide file (found through XDG_CONFIG_DIRS here, /etc/uv in the image)
+    sets the index for a user with an empty home, and that user's own file wins over it."""
+    uv = str(Path(sys.executable).parent / "uv")
+    system, home = tmp_path / "xdg", tmp_path / "home"
+    files = MirrorFiles(root=tmp_path / "root", home=home)
+    (system / "uv").mkdir(parents=True)
+    (system / "uv/uv.toml").write_text(render_uv_toml(MIRRORS["aliyun"]))
+    home.mkdir()
+    (tmp_path / "req.in").write_text("six\n")
+
+    def index() -> str:
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CONFIG_DIRS": str(system)}
+        shown = subprocess.run([uv, "pip", "compile", "req.in", "--show-settings"], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=60, check=True).stdout
+        hosts = [host for host in ("mirrors.aliyun.com", "pypi.tuna.tsinghua.edu.cn") if f'"{host}"' in shown]
+        return " ".join(hosts)
+
+    assert index() == "mirrors.aliyun.com"
+    switch.write_tool_files(files, switch.lookup("tuna"), system=False)
+    assert files.user_file("uv").exists()
+    assert index() == "pypi.tuna.tsinghua.edu.cn"
 
 
 def test_build_sources_leave_etc_alone(image_root: MirrorFiles, tmp_path: Path) -> None:
@@ -148,6 +219,25 @@ def test_build_sources_leave_etc_alone(image_root: MirrorFiles, tmp_path: Path) 
     assert "mirrors.aliyun.com" in (tmp_path / "build/sources.list").read_text()
     assert "mirrors.aliyun.com" in (tmp_path / "build/sources.list.d/debian.sources").read_text()
     assert image_root.apt_list.read_text() == UBUNTU_2204
+
+
+def test_set_mirror_as_a_user_writes_their_files_and_says_what_needs_root(
+        image_root: MirrorFiles, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 4242)
+    switch.write_tool_files(image_root, switch.lookup("aliyun"), system=True)
+    lines = set_mirror(image_root, "tuna", apt=True)
+    assert "apt sources unchanged: they need root" in lines[-2]
+    assert lines[-1] == "apt: none  pip: tuna  uv: tuna  conda: tuna"
+    lines = set_mirror(image_root, "none", apt=False)
+    assert lines[0].startswith("pip, uv, conda still use the image-wide mirror: ")
+    assert "pudev mirror none" in lines[0] and lines[-1] == "apt: none  pip: aliyun  uv: aliyun  conda: aliyun"
+
+
+def test_set_mirror_as_root_switches_every_user(image_root: MirrorFiles, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    assert set_mirror(image_root, "tuna", apt=True) == ["apt: tuna  pip: tuna  uv: tuna  conda: tuna"]
+    assert not image_root.user_file("pip").exists()
+    assert set_mirror(image_root, "none", apt=True) == ["apt: none  pip: none  uv: none  conda: none"]
 
 
 def test_unknown_mirror() -> None:

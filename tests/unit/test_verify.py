@@ -11,14 +11,19 @@ from pudev.config.loader import load_matrix
 from pudev.image.drivers import MINIMUM_DRIVER, judge_driver
 from pudev.image.verify import Check, arch_covered, evaluate, exit_code, render
 from pudev.image.verify_facts import Facts
+from pudev.image.verify_network import NetworkFacts, collect, rdma_version
 from pudev.paths import VARIANTS_FILE
 
 GIB = 1024**3
+CLUSTER_READY = NetworkFacts(verbs_library="libibverbs.so.1.14.44.0", verbs_providers=["efa", "mlx4", "mlx5"],
+                             rdma_devices=["mlx5_0", "mlx5_1"],
+                             uverbs_devices=["/dev/infiniband/uverbs0", "/dev/infiniband/uverbs1"],
+                             ssh_client="OpenSSH_9.2p1")
 HEALTHY = Facts(
     expected_cuda="12.1", torch_version="2.5.1+cu121", torch_cuda="12.1", cuda_available=True, device_count=1,
     driver="550.54.15", gpu_memory=[("NVIDIA H100", 70 * GIB, 80 * GIB)], cudnn_version=90100, cudnn_usable=True,
     nccl_version="2.21.5", cuda_home="/usr/local/cuda-12.1", toolkit_version="12.1", host_compiler="g++",
-    host_compiler_major=11, toolkit_max_gcc=12, shm_bytes=8 * GIB, pinned_ok=True,
+    host_compiler_major=11, toolkit_max_gcc=12, shm_bytes=8 * GIB, pinned_ok=True, network=CLUSTER_READY,
 )
 
 
@@ -167,3 +172,53 @@ def test_toolkit_version_from_version_json_or_nvcc(tmp_path: Path) -> None:
     assert toolkit_version(str(with_nvcc_only)) == "12.4"
     assert toolkit_version(str(empty)) is None
     assert toolkit_version("") is None
+
+
+def test_cluster_networking_ready() -> None:
+    checks = _by_name(evaluate(HEALTHY))
+    assert checks["rdma libraries"].detail == "libibverbs (rdma-core 44.0), 3 providers: mlx5, efa, mlx4"
+    devices = checks["rdma devices"]
+    assert devices.status == "ok" and "mlx5_0, mlx5_1 open here (2 uverbs)" in devices.detail
+    assert checks["ssh client"].status == "ok" and "OpenSSH_9.2p1" in checks["ssh client"].detail
+
+
+def test_no_rdma_hardware_is_not_a_problem() -> None:
+    network = replace(CLUSTER_READY, rdma_devices=[], uverbs_devices=[])
+    checks = evaluate(replace(HEALTHY, network=network))
+    assert _by_name(checks)["rdma devices"].status == "skip"
+    assert "TCP sockets" in _by_name(checks)["rdma devices"].detail and exit_code(checks) == 0
+
+
+def test_host_devices_the_container_cannot_open_say_how_to_pass_them() -> None:
+    checks = _by_name(evaluate(replace(HEALTHY, network=replace(CLUSTER_READY, uverbs_devices=[]))))
+    check = checks["rdma devices"]
+    assert check.status == "warn" and "mlx5_0, mlx5_1" in check.detail and "TCP sockets" in check.detail
+    assert "--device /dev/infiniband" in check.fix and "memlock" in check.fix
+
+
+def test_missing_libraries_and_ssh_are_warnings_with_the_package_to_install() -> None:
+    checks = _by_name(evaluate(replace(HEALTHY, network=NetworkFacts())))
+    assert checks["rdma libraries"].status == "warn" and "libibverbs1 ibverbs-providers" in checks["rdma libraries"].fix
+    assert checks["ssh client"].status == "warn" and "openssh-client" in checks["ssh client"].fix
+    no_providers = _by_name(evaluate(replace(HEALTHY, network=replace(CLUSTER_READY, verbs_providers=[]))))
+    assert no_providers["rdma libraries"].status == "warn" and "ibverbs-providers" in no_providers["rdma libraries"].fix
+    assert exit_code(list(checks.values())) == 0  # a single machine trains without them
+
+
+def test_network_facts_from_a_filesystem(tmp_path: Path) -> None:
+    """The layout Debian and Ubuntu install (multiarch libibverbs, providers beside it, sysfs, /dev)."""
+    libdir = tmp_path / "usr/lib/x86_64-linux-gnu"
+    (libdir / "libibverbs").mkdir(parents=True)
+    (libdir / "libibverbs.so.1.14.44.0").write_text("")
+    (libdir / "libibverbs.so.1").symlink_to("libibverbs.so.1.14.44.0")
+    for provider in ("libmlx5-rdmav34.so", "libefa-rdmav34.so", "README"):
+        (libdir / "libibverbs" / provider).write_text("")
+    assert collect(tmp_path) == NetworkFacts(verbs_library="libibverbs.so.1.14.44.0",
+                                             verbs_providers=["efa", "mlx5"])
+    (tmp_path / "sys/class/infiniband/mlx5_0").mkdir(parents=True)
+    (tmp_path / "dev/infiniband").mkdir(parents=True)
+    (tmp_path / "dev/infiniband/uverbs0").write_text("")
+    facts = collect(tmp_path)
+    assert facts.rdma_devices == ["mlx5_0"] and facts.uverbs_devices == [str(tmp_path / "dev/infiniband/uverbs0")]
+    assert collect(tmp_path / "empty") == NetworkFacts()
+    assert rdma_version("libibverbs.so.1.14.44.0") == "44.0" and rdma_version("libibverbs.so.1") == ""

@@ -23,6 +23,9 @@ class Layer:
     files: dict[str, int] = field(default_factory=dict)  # path -> size of regular files
     deleted: list[str] = field(default_factory=list)  # whited-out paths
     opaque: list[str] = field(default_factory=list)  # directories whose lower contents are hidden
+    # The mode of the layer's root entry (`./`), when it has one: docker ignores it, but rootless
+    # podman on vfs applies it, so a 0700 root locks every non-root user out.
+    root_mode: int | None = None
 
     @property
     def size(self) -> int:
@@ -41,9 +44,12 @@ class Waste:
 def _read_layer(index: int, stream: tarfile.TarFile) -> Layer:
     layer = Layer(index)
     for member in stream:
-        path = "/" + member.name.lstrip("./")
+        # Tar names come as `./a`, `a` or `/a`; strip only that prefix, so `.wh.x` and `.bashrc` keep their dot.
+        path = posixpath.normpath("/" + member.name.removeprefix("./").lstrip("/"))
         name = posixpath.basename(path)
-        if name == OPAQUE:
+        if path == "/" and member.isdir():
+            layer.root_mode = member.mode
+        elif name == OPAQUE:
             layer.opaque.append(posixpath.dirname(path))
         elif name.startswith(WHITEOUT):
             layer.deleted.append(posixpath.join(posixpath.dirname(path), name[len(WHITEOUT):]))

@@ -1,7 +1,8 @@
 """`pudev verify`: the environment checklist in one command (GPU visible, driver,
 torch build, toolkit vs torch, host compiler, cuDNN, NCCL, GPU memory, /dev/shm,
-pinned memory). A compact table, a one-line fix for each problem, --json, and a
-non-zero exit when something a user needs is broken.
+pinned memory, and for clusters: InfiniBand/RoCE verbs libraries and devices, ssh).
+A compact table, a one-line fix for each problem, --json, and a non-zero exit when
+something a user needs is broken.
 
 Facts are gathered once (gather_facts); the decisions (evaluate) are pure so
 tests/unit can feed them recorded facts."""
@@ -17,11 +18,13 @@ from pudev.common.table import render_table
 from pudev.image.cudaswitch import judge
 from pudev.image.drivers import judge_driver
 from pudev.image.verify_facts import Facts
+from pudev.image.verify_network import NetworkFacts, rdma_version
 
 GIB = 1024**3
 SHM_FAIL_BYTES = 256 * 1024**2
 SHM_WARN_BYTES = 1 * GIB
 SHM_FIX = "give the container more shared memory: docker run --shm-size=8g ... (or --ipc=host)"
+COMMON_PROVIDERS = ("mlx5", "efa", "irdma", "bnxt_re", "mlx4", "rxe")
 GPU_FIX = ("run the container with `docker run --gpus all ...` on a host with the NVIDIA driver and the "
            "NVIDIA Container Toolkit")
 
@@ -143,6 +146,41 @@ def _build_checks(facts: Facts) -> list[Check]:
     return checks
 
 
+def _network_checks(network: NetworkFacts) -> list[Check]:
+    """What multi-node jobs need: NCCL uses InfiniBand/RoCE through libibverbs where the
+    container can open the devices, TCP sockets otherwise; MPI-style launchers need ssh."""
+    if not network.verbs_library:
+        checks = [Check("rdma libraries", "warn", "libibverbs is missing: NCCL cannot use InfiniBand or RoCE",
+                        "apt-get install libibverbs1 ibverbs-providers librdmacm1")]
+    elif not network.verbs_providers:
+        checks = [Check("rdma libraries", "warn", f"{network.verbs_library} has no hardware providers",
+                        "apt-get install ibverbs-providers")]
+    else:
+        # The hardware clusters use most first (Mellanox/NVIDIA, AWS EFA, Intel, Broadcom), then the rest.
+        ranked = sorted(network.verbs_providers,
+                        key=lambda name: (COMMON_PROVIDERS.index(name) if name in COMMON_PROVIDERS else 99, name))
+        shown = ", ".join(ranked[:6]) + (", ..." if len(ranked) > 6 else "")
+        release = rdma_version(network.verbs_library)
+        checks = [Check("rdma libraries", "ok", f"libibverbs{' (rdma-core ' + release + ')' if release else ''}, "
+                                                f"{len(network.verbs_providers)} providers: {shown}")]
+    if network.uverbs_devices:
+        checks.append(Check("rdma devices", "ok", f"{', '.join(network.rdma_devices) or 'RDMA'} open here "
+                                                  f"({len(network.uverbs_devices)} uverbs): NCCL can use them"))
+    elif network.rdma_devices:
+        checks.append(Check("rdma devices", "warn", f"the host has {', '.join(network.rdma_devices)} but this "
+                                                    "container cannot open them: NCCL falls back to TCP sockets",
+                            "pass them in: docker run --device /dev/infiniband --ulimit memlock=-1 ... "
+                            "(Kubernetes: an RDMA device plugin)"))
+    else:
+        checks.append(Check("rdma devices", "skip", "no InfiniBand/RoCE devices: NCCL uses TCP sockets between nodes"))
+    if network.ssh_client:
+        checks.append(Check("ssh client", "ok", f"{network.ssh_client} (for mpirun, pdsh and other ssh launchers)"))
+    else:
+        checks.append(Check("ssh client", "warn", "no ssh client: MPI-style launchers cannot reach other nodes",
+                            "apt-get install openssh-client"))
+    return checks
+
+
 def evaluate(facts: Facts, *, cpu_only: bool = False) -> list[Check]:
     """Every check, in the order the table shows them."""
     gpu = _gpu_checks(facts) + _arch_checks(facts) + _driver_checks(facts)
@@ -155,7 +193,7 @@ def evaluate(facts: Facts, *, cpu_only: bool = False) -> list[Check]:
         shm = Check("shared memory", "warn", f"/dev/shm is {shm_mib:.0f} MiB: large batches may not fit", SHM_FIX)
     else:
         shm = Check("shared memory", "ok", f"/dev/shm is {facts.shm_bytes / GIB:.1f} GiB")
-    return [*gpu, *_build_checks(facts), shm]
+    return [*gpu, *_build_checks(facts), shm, *_network_checks(facts.network)]
 
 
 def exit_code(checks: list[Check]) -> int:

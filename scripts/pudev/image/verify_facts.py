@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pudev.image.nvml import NvmlUnavailableError, PynvmlSource
 from pudev.image.record import gcc_major, load
+from pudev.image.verify_network import NetworkFacts
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Facts:
     shm_bytes: int = 0
     pinned_ok: bool | None = None  # None: not tried (no GPU)
     pinned_error: str = ""
+    network: NetworkFacts = field(default_factory=NetworkFacts)  # verbs libraries, RDMA devices, ssh
 
 
 def shm_size(path: str = "/dev/shm") -> int:
@@ -75,6 +77,8 @@ def toolkit_version(cuda_home: str) -> str | None:
 def collect() -> Facts:
     import torch
 
+    from pudev.image import verify_network
+
     record = load()
     cuda_home = os.environ.get("CUDA_HOME", "")
     active = toolkit_version(cuda_home)
@@ -91,6 +95,7 @@ def collect() -> Facts:
         cudnn_version=torch.backends.cudnn.version(), cuda_home=cuda_home, toolkit_version=active,
         host_compiler=compiler, host_compiler_major=compiler_major,
         toolkit_max_gcc=toolkit.max_gcc if toolkit else None, shm_bytes=shm_size(),
+        network=verify_network.collect(),
     )
     try:
         facts.nccl_version = ".".join(map(str, torch.cuda.nccl.version())) if torch.distributed.is_nccl_available() \

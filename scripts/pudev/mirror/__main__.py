@@ -5,7 +5,8 @@ Build steps (root, before pudev is installed; the package is bind-mounted):
   build-sources NAME DIR     apt sources for the build's own downloads, in DIR
   build-env NAME             shell exports that point pip at NAME for one RUN
 Run time (`pudev mirror` in the image is this):
-  NAME                       switch apt (root only) and this user's pip/conda
+  NAME                       as root: apt and the system-wide pip/uv/conda files (every
+                             user); otherwise this user's own pip/uv/conda files
   --show                     print what each tool uses
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from pudev.common.errors import PudevError
 from pudev.mirror import switch
-from pudev.mirror.catalogue import MIRROR_CHOICES
+from pudev.mirror.catalogue import MIRROR_CHOICES, NO_MIRROR
 from pudev.mirror.paths import MirrorFiles
 
 
@@ -32,21 +33,26 @@ def build_env(name: str) -> str:
     if mirror is None:
         return ""
     index = shlex.quote(mirror.pypi_index)
-    exports = [f"export PIP_INDEX_URL={index}", f"export UV_DEFAULT_INDEX={index}"]
-    if mirror.pypi_trusted_hosts:
-        hosts = shlex.quote(" ".join(mirror.pypi_trusted_hosts))
-        exports += [f"export PIP_TRUSTED_HOST={hosts}", f"export UV_INSECURE_HOST={hosts}"]
-    return "\n".join(exports)
+    return "\n".join([f"export PIP_INDEX_URL={index}", f"export UV_DEFAULT_INDEX={index}"])
 
 
 def set_mirror(files: MirrorFiles, name: str, *, apt: bool) -> list[str]:
-    """Switch everything this user may switch; returns lines to print."""
+    """Root switches apt and the system-wide pip/uv/conda files (every user, every fresh
+    home); anyone else switches their own pip/uv/conda files. Returns lines to print."""
     mirror = switch.lookup(name)
-    lines = switch.write_user_files(files, mirror)
-    if apt and os.geteuid() == 0:
-        switch.write_apt(files, mirror)
-    elif apt:
-        lines.append(f"apt sources unchanged: they need root (`docker exec -u root CONTAINER pudev mirror {name}`)")
+    if os.geteuid() == 0:
+        if apt:
+            switch.write_apt(files, mirror)
+        lines = switch.write_tool_files(files, mirror, system=True)
+    else:
+        lines = switch.write_tool_files(files, mirror, system=False)
+        if apt:
+            lines.append(f"apt sources unchanged: they need root (`docker exec -u root CONTAINER pudev mirror {name}`)")
+        still = [tool for tool in files.tools() if mirror is None and switch.system_state(files, tool) != NO_MIRROR]
+        if still:
+            lines.append(f"{', '.join(still)} still use the image-wide mirror: "
+                         "`docker exec -u root CONTAINER pudev mirror none` turns it off for every user; "
+                         "for you alone, set PIP_INDEX_URL and UV_DEFAULT_INDEX to the index you want")
     lines.append(format_state(switch.active(files)))
     return lines
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Mirror:
     name: str
+    # Served over HTTPS with a publicly trusted certificate: pip and uv keep checking it
+    # (no trusted-host / allow-insecure-host, which would turn certificate checks off).
     pypi_index: str
-    # Hosts pip must trust although they serve HTTPS (the mirror's help page asks for it).
-    pypi_trusted_hosts: tuple[str, ...]
     # Base URL holding ubuntu/, debian/, debian-security/ archives.
     apt_base: str
     # The mirror's help page keeps the -security suites on their upstream server.
@@ -27,7 +27,6 @@ MIRRORS: dict[str, Mirror] = {
     "aliyun": Mirror(
         name="aliyun",
         pypi_index="https://mirrors.aliyun.com/pypi/simple/",
-        pypi_trusted_hosts=("mirrors.aliyun.com",),
         apt_base="https://mirrors.aliyun.com",
         apt_security_upstream=False,
         conda_base="https://mirrors.aliyun.com/anaconda",
@@ -35,7 +34,6 @@ MIRRORS: dict[str, Mirror] = {
     "tuna": Mirror(
         name="tuna",
         pypi_index="https://pypi.tuna.tsinghua.edu.cn/simple",
-        pypi_trusted_hosts=(),
         apt_base="https://mirrors.tuna.tsinghua.edu.cn",
         apt_security_upstream=True,
         conda_base="https://mirrors.tuna.tsinghua.edu.cn/anaconda",

@@ -1,6 +1,9 @@
-"""Files a mirror switch touches. apt's are system-wide (root); pip's and conda's
-are per user, so a non-root user can switch them and `none` falls back to the
-base image's own settings without naming any upstream host."""
+"""Files a mirror switch touches.
+
+apt's sources and the system-wide pip, uv and conda files hold for every user id and
+every fresh home (root switches them). Each user may override pip, uv and conda in
+their own home without root. `none` falls back to the base image's own settings
+without naming any upstream host."""
 
 from __future__ import annotations
 
@@ -8,6 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ORIGINALS_DIR = Path("/etc/pudev/mirror/original")
+# Relative to the image root. pip's global file and uv's system config are read by every
+# user; conda reads every *.yaml in its root environment's condarc.d, so the base's own
+# .condarc (Miniforge's channel list, say) stays as it is and merges with this one.
+SYSTEM_FILES = {"pip": "etc/pip.conf", "uv": "etc/uv/uv.toml", "conda": "opt/conda/condarc.d/pudev-mirror.yaml"}
+# Relative to a home; each wins over the system-wide file of its tool.
+USER_FILES = {"pip": ".config/pip/pip.conf", "uv": ".config/uv/uv.toml", "conda": ".condarc"}
 
 
 @dataclass(frozen=True)
@@ -28,14 +37,6 @@ class MirrorFiles:
         return self.root / ORIGINALS_DIR.relative_to("/")
 
     @property
-    def pip_conf(self) -> Path:
-        return self.home / ".config/pip/pip.conf"
-
-    @property
-    def condarc(self) -> Path:
-        return self.home / ".condarc"
-
-    @property
     def conda_present(self) -> bool:
         return (self.root / "opt/conda/bin/conda").exists()
 
@@ -43,6 +44,16 @@ class MirrorFiles:
     def https_ok(self) -> bool:
         """apt can only use HTTPS mirrors when the image trusts public CAs."""
         return (self.root / "etc/ssl/certs/ca-certificates.crt").exists()
+
+    def tools(self) -> list[str]:
+        """The package tools whose settings a switch writes: pip and uv, and conda where it exists."""
+        return ["pip", "uv", "conda"] if self.conda_present else ["pip", "uv"]
+
+    def system_file(self, tool: str) -> Path:
+        return self.root / SYSTEM_FILES[tool]
+
+    def user_file(self, tool: str) -> Path:
+        return self.home / USER_FILES[tool]
 
     def apt_files(self) -> list[Path]:
         files = [self.apt_list] if self.apt_list.exists() else []

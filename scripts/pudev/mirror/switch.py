@@ -1,4 +1,4 @@
-"""Switch apt, pip and conda between mirrors, and report which is active.
+"""Switch apt, pip, uv and conda between mirrors, and report which is active.
 
 apt is rewritten from the base image's originals (saved at build time), so any
 switch, and `none` in particular, starts from what the base shipped.
@@ -13,7 +13,7 @@ from pathlib import Path
 from pudev.common.errors import PudevError
 from pudev.mirror.apt import rewrite_deb822, rewrite_one_line, uses_host
 from pudev.mirror.catalogue import MIRRORS, NO_MIRROR, Mirror
-from pudev.mirror.config import pip_index_host, render_condarc, render_pip_conf, written_by_pudev
+from pudev.mirror.config import RENDERERS, index_host, written_by_pudev
 from pudev.mirror.paths import MirrorFiles
 
 
@@ -65,62 +65,57 @@ def write_build_sources(files: MirrorFiles, mirror: Mirror | None, outdir: Path)
         target.write_text(text)
 
 
-def write_user_files(files: MirrorFiles, mirror: Mirror | None) -> list[str]:
-    """pip.conf and (where conda exists) .condarc in the user's home. Returns notes."""
+def write_tool_files(files: MirrorFiles, mirror: Mirror | None, *, system: bool) -> list[str]:
+    """pip's, uv's and (where conda exists) conda's settings: the system-wide files (root, for
+    every user) or this user's own. Files pudev did not write are left alone. Returns notes."""
     notes = []
-    targets = [(files.pip_conf, render_pip_conf)]
-    if files.conda_present:
-        targets.append((files.condarc, render_condarc))
-    for path, render in targets:
-        ours = not path.exists() or written_by_pudev(path.read_text())
-        if not ours:
+    for tool in files.tools():
+        path = files.system_file(tool) if system else files.user_file(tool)
+        if path.exists() and not written_by_pudev(path.read_text()):
             notes.append(f"left {path} alone: pudev did not write it (move it away to let pudev manage it)")
-            continue
-        if mirror is None:
+        elif mirror is None:
             path.unlink(missing_ok=True)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(mirror))
+            path.write_text(RENDERERS[tool](mirror))
+            path.chmod(0o644)  # readable by every user id, whatever the umask
     return notes
 
 
 def active(files: MirrorFiles) -> dict[str, str]:
-    """Which mirror each tool uses: a mirror name, `none` (base settings) or `custom`."""
-    state = {"apt": _apt_state(files), "pip": _pip_state(files)}
-    if files.conda_present:
-        state["conda"] = _conda_state(files)
+    """Which mirror each tool uses: a mirror name, `none` (base settings) or `custom`.
+    A user's own file wins over the system-wide one, as it does for the tools."""
+    state = {"apt": _apt_state(files)}
+    for tool in files.tools():
+        state[tool] = _file_state(files.user_file(tool), tool) or system_state(files, tool)
     return state
 
 
-def _host(mirror: Mirror, url: str) -> str:
+def system_state(files: MirrorFiles, tool: str) -> str:
+    """What every user of this image gets for `tool` when their home does not say otherwise."""
+    return _file_state(files.system_file(tool), tool) or NO_MIRROR
+
+
+def _file_state(path: Path, tool: str) -> str | None:
+    if not path.exists():
+        return None
+    text = path.read_text()
+    for mirror in MIRRORS.values():
+        found = mirror.conda_base in text if tool == "conda" else index_host(text) == _host(mirror.pypi_index)
+        if found:
+            return mirror.name
+    return "custom"
+
+
+def _host(url: str) -> str:
     return url.split("://", 1)[1].split("/", 1)[0]
 
 
 def _apt_state(files: MirrorFiles) -> str:
     texts = [path.read_text() for path in files.apt_files()]
     for mirror in MIRRORS.values():
-        if any(uses_host(text, _host(mirror, mirror.apt_base)) for text in texts):
+        if any(uses_host(text, _host(mirror.apt_base)) for text in texts):
             return mirror.name
     originals = rendered_apt(files, None) if files.originals.is_dir() else {}
     current = {path.relative_to(files.root): path.read_text() for path in files.apt_files()}
     return NO_MIRROR if current == originals else "custom"
-
-
-def _pip_state(files: MirrorFiles) -> str:
-    if not files.pip_conf.exists():
-        return NO_MIRROR
-    host = pip_index_host(files.pip_conf.read_text())
-    for mirror in MIRRORS.values():
-        if host == _host(mirror, mirror.pypi_index):
-            return mirror.name
-    return "custom"
-
-
-def _conda_state(files: MirrorFiles) -> str:
-    if not files.condarc.exists():
-        return NO_MIRROR
-    text = files.condarc.read_text()
-    for mirror in MIRRORS.values():
-        if mirror.conda_base in text:
-            return mirror.name
-    return "custom"

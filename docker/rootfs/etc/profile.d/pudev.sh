@@ -1,6 +1,9 @@
 # shellcheck shell=sh
 # PyTorch Universal Dev: login shells (bash -l, sh -l, zsh -l through /etc/zsh/zprofile)
-# keep the image's environment. /etc/profile on some bases resets PATH, which
+# keep the image's environment, and any user id gets a writable HOME.
+# shellcheck source=docker/rootfs/etc/pudev/shell/home.sh
+. /etc/pudev/shell/home.sh
+# /etc/profile on some bases resets PATH, which
 # would lose python, pip, jupyter and nvcc; the entries the image set that PATH
 # no longer has are put back in front, in their order.
 if [ -r /etc/pudev/shell/path ]; then

@@ -1,0 +1,35 @@
+"""`pudev dist`: the distributed check users run on one node or many (README: Clusters)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from pudev.common.errors import PudevError
+from pudev.image.dist.judge import judge
+from pudev.image.dist.report import payload, render
+from pudev.image.dist.settings import parser, resolve
+from pudev.image.verify import exit_code
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        import torch
+
+        from pudev.image.dist.launch import run
+
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        settings = resolve(args, gpus)
+        where = f"{settings.nnodes} node(s) x {settings.nproc_per_node} ranks, {settings.backend}"
+        print(f"pudev dist: {where}, rendezvous c10d at {settings.endpoint} (id {settings.rdzv_id}, join timeout "
+              f"{settings.join_timeout} s), seed {settings.seed}", file=sys.stderr, flush=True)
+        result = run(settings)
+    except PudevError as error:
+        print(f"pudev dist: error: {error}", file=sys.stderr)
+        if error.detail:
+            print(error.detail, file=sys.stderr)
+        return error.exit_code
+    checks = judge(result, f"c10d rendezvous at {settings.endpoint}")
+    print(json.dumps(payload(result, checks), indent=2) if settings.json else render(result, checks), flush=True)
+    return exit_code(checks)

@@ -1,0 +1,86 @@
+"""A second engine: Debian's podman runs the image rootless, as a non-root host user with
+`--userns=keep-id`, and the CPU half of the in-image suite passes there.
+
+The user, its subordinate ids and its storage (native overlay: vfs would copy every layer in
+full, about 106 GB per image) come from `scripts/host-setup.sh podman`. The image reaches that
+user's storage once per image id (`docker save | podman load`), so a warm run only runs the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from e2e_support import LocalImage
+from podman_engine import RUN_OPTIONS, RootlessPodman
+
+from pudev.devtools.standins import load_standins
+from pudev.devtools.testrun import REPORT_MOUNT, SuiteOutcome, container_options, tally
+from pudev.engine import layers
+from pudev.paths import REPO_ROOT
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+
+
+def _skip_or_fail(reason: str) -> None:
+    # The same rule as conftest.py: a test that cannot run skips with its reason, unless the run is strict.
+    if os.environ.get("PUDEV_REQUIRE_ENGINE") == "1" or os.environ.get("PUDEV_STRICT") == "1":
+        pytest.fail(f"PUDEV_REQUIRE_ENGINE=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def podman(docker_engine: str) -> RootlessPodman:
+    setup = subprocess.run(["sh", str(REPO_ROOT / "scripts/host-setup.sh"), "podman"], check=False,
+                           capture_output=True, text=True, timeout=600)
+    if setup.returncode != 0:
+        _skip_or_fail(f"no rootless podman: {setup.stderr.strip()}")
+    if os.geteuid() != 0:
+        _skip_or_fail("the podman test runs podman as its own non-root user, and switching to it needs root")
+    engine = RootlessPodman.for_user()
+    # host-setup checks this too; here it guards against a storage.conf changed since.
+    assert engine.storage_driver() == "overlay", "rootless podman must use overlay: vfs copies every layer in full"
+    return engine
+
+
+@pytest.fixture(scope="module")
+def podman_image(podman: RootlessPodman, local_image: LocalImage) -> str:
+    podman.ensure_image(local_image.tag, local_image.image_id)
+    return local_image.image_id
+
+
+def test_keep_id_maps_the_host_user_onto_its_own_id(podman: RootlessPodman, podman_image: str) -> None:
+    """Rootless (no root anywhere on the host side) and keep-id (the host user keeps its uid inside)."""
+    assert podman.run("info", "--format", "{{.Host.Security.Rootless}}").stdout.strip() == "true"
+    uid_map = podman.run("run", "--rm", *RUN_OPTIONS, podman_image, "cat", "/proc/self/uid_map").stdout
+    # Read from inside: the container's uid N is uid 0 of the rootless namespace, i.e. the host user.
+    rows = [line.split() for line in uid_map.splitlines()]
+    assert [str(podman.uid), "0", "1"] in rows, uid_map
+
+
+def test_the_cpu_half_of_the_image_suite_passes(podman: RootlessPodman, podman_image: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="pudev-podman-report-") as report_dir:
+        # The image's user is a subordinate id on the host: it must be able to write here.
+        os.chmod(report_dir, 0o777)
+        options = container_options(Path(report_dir), gpus=False, require_gpu=False)
+        result = podman.run("run", "--rm", *RUN_OPTIONS, *options, podman_image, "pudev", "selftest",
+                            "--cpu-only", "--junit", f"{REPORT_MOUNT}/junit.xml", "--", "--color=no",
+                            timeout=1800, check=False)
+        junit = Path(report_dir) / "junit.xml"
+        outcome = SuiteOutcome(code=result.returncode, gpus=False, counts=tally(junit) if junit.exists() else {})
+    output = result.stdout[-6000:] + result.stderr[-2000:]
+    assert outcome.code == 0, output
+    assert outcome.half_passed("cpu"), f"{outcome.counts}\n{output}"
+    assert sum(outcome.counts["gpu"].values()) == 0, "the GPU half ran in the CPU half's place"
+
+
+def test_the_os_standin_root_is_0755_like_a_real_image(standins: None) -> None:
+    """Docker ignores the root entry's mode, but rootless podman on vfs applies it: at 0700 any
+    non-root user fails with `stat /bin/sh: permission denied`."""
+    os_image = load_standins()[0].image
+    modes = [layer.root_mode for layer in layers.read_layers(os_image) if layer.root_mode is not None]
+    assert modes, f"{os_image} has no root directory entry in any layer"
+    assert [oct(mode) for mode in modes] == [oct(0o755)] * len(modes)
