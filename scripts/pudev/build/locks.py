@@ -25,9 +25,10 @@ def tools_lock_path() -> Path:
     return lock_dir() / "build-tools.txt"
 
 
-def require_lock(variant: Variant, *, profile: str = "") -> Path:
-    """The variant's lock, checked: present, a file, UTF-8, pins with hashes."""
-    command = f"pudev lock --profile {profile}" if profile else f"pudev lock {variant.name}"
+def require_lock(variant: Variant, *, profile: str = "", flags: str = "") -> Path:
+    """The variant's lock, checked: present, a file, UTF-8, pins with hashes. `flags` are the
+    overriding flags of this run, which the advised `pudev lock` must repeat to make this lock."""
+    command = (f"pudev lock --profile {profile}" if profile else f"pudev lock {variant.name}") + flags
     source = InputFile(lock_path(variant), "lock", f"variant {variant.name}'s lock '{variant.lock}'",
                        f"run `{command}`")
     text = source.read_text()

@@ -24,9 +24,10 @@ class BuildOptions:
     no_cache: bool = False
 
 
-def plan_builds(variants: Sequence[Variant], options: BuildOptions, *, profile: str = "") -> list[BuildPlan]:
+def plan_builds(variants: Sequence[Variant], options: BuildOptions, *, profile: str = "",
+                flags: str = "") -> list[BuildPlan]:
     """One plan per variant; a bad lock or CA bundle fails here, before any build starts."""
-    locks = {variant.name: require_lock(variant, profile=profile) for variant in variants}
+    locks = {variant.name: require_lock(variant, profile=profile, flags=flags) for variant in variants}
     ca_bundle = resolve_ca_bundle(options.ca_bundle, disabled=options.no_ca_bundle)
     source = source_info()
     return [BuildPlan(variant=variant, source=source,

@@ -18,7 +18,8 @@ from pudev.config.selection import Selected, resolve
 def _plans(request: Request, variants: Sequence[Variant]) -> list[BuildPlan]:
     from pudev.build.planning import plan_builds
 
-    return plan_builds(variants, request.build, profile=request.selection.profile)
+    flags = "".join(f" {override.source}" for override in request.selection.overrides)  # as typed
+    return plan_builds(variants, request.build, profile=request.selection.profile, flags=flags)
 
 
 def cmd_variants(request: Request) -> int:
@@ -51,6 +52,12 @@ def cmd_build(request: Request) -> int:
     return 0
 
 
+def _build_command(request: Request, variant: Variant) -> str:
+    """The command that builds the image `variant` names here (a profile's build has its own tag)."""
+    profile = request.selection.profile
+    return f"pudev build --profile {profile}" if profile else f"pudev build {variant.name}"
+
+
 def _half(request: Request) -> str:
     return "cpu" if request.options.cpu_only else "gpu" if request.options.gpu_only else "all"
 
@@ -73,7 +80,13 @@ def cmd_test(request: Request) -> int:
             if code != 0:
                 return code
         return 0
-    for variant in resolve(request.selection).variants:
+    from pudev.engine import docker, images
+
+    variants = resolve(request.selection).variants
+    docker.require_daemon()  # so that a missing image below means "not built", not "no engine"
+    for variant in variants:
+        images.require_image(local_tag(variant), build_hint=_build_command(request, variant))
+    for variant in variants:
         outcome = run_image_tests(local_tag(variant), timeout=options.timeout, half=_half(request), junit=junit,
                                   pytest_args=list(request.pytest_args))
         if outcome.code != 0:
@@ -100,11 +113,20 @@ def cmd_manifest(request: Request) -> int:
     from pudev.release.manifest_diff import diff_manifests, load_manifest
 
     if request.options.diff:
-        before, after = (load_manifest(item) for item in request.options.diff)
+        # A variant name stands for its local build, as everywhere else.
+        known = resolve(request.selection, require_names=False).matrix.variants
+        loaded = []
+        for item, position in zip(request.options.diff, "AB", strict=True):
+            variant = known.get(item)
+            loaded.append(load_manifest(local_tag(variant), position=position,
+                                        build_hint=_build_command(request, variant)) if variant
+                          else load_manifest(item, position=position, build_hint="pudev build VARIANT"))
+        before, after = loaded
         print(diff_manifests(before, after))
         return 0
     for variant in resolve(request.selection).variants:
-        for path in write_manifest(local_tag(variant), Path(request.options.out), variant.name):
+        for path in write_manifest(local_tag(variant), Path(request.options.out), variant.name,
+                                   build_hint=_build_command(request, variant)):
             print(f"wrote {path}")
     return 0
 
@@ -115,7 +137,7 @@ def cmd_push(request: Request) -> int:
     from pudev.release.targets import parse_target
 
     for variant in resolve(request.selection).variants:
-        images.require_image(local_tag(variant), build_hint=f"pudev build {variant.name}")
+        images.require_image(local_tag(variant), build_hint=_build_command(request, variant))
         candidate, tag = push_candidate(local_tag(variant), variant.name, parse_target(request.options.registry,
                                                                                         variant.image))
         print(f"candidate {candidate} (tag {tag})")
@@ -129,7 +151,7 @@ def cmd_promote(request: Request) -> int:
 
     from pudev.registry.client import RegistryClient
     from pudev.release.promote import promote
-    from pudev.release.targets import parse_digest_ref
+    from pudev.release.targets import parse_digest_ref, require_pushed
     from pudev.release.testresults import results
 
     refs = list(request.selection.names)
@@ -138,14 +160,15 @@ def cmd_promote(request: Request) -> int:
     candidate = parse_digest_ref(refs[0], flag="pudev promote")
     client = RegistryClient(candidate.target.api)
     client.ping()
+    require_pushed(client, candidate, flag="pudev promote")
     tested = results(client, candidate)
     variant_name = tested[-1].variant if tested else ""
-    # The variant (with the profile and flags applied) says which halves must have passed.
-    names = () if request.selection.profile or not variant_name else (variant_name,)
-    selected = resolve(dataclasses.replace(request.selection, names=names), require_names=False)
-    variant = selected.variants[0] if selected.variants else None
-    if variant is None:
+    if not variant_name and not request.selection.profile:
         raise PudevError(f"{candidate} has no test result at all: run `pudev test {candidate}` first")
+    # The variant (with the profile and flags applied) says which halves must have passed.
+    names = () if request.selection.profile else (variant_name,)
+    selected = resolve(dataclasses.replace(request.selection, names=names))
+    variant = selected.variants[0]
     is_default = variant.name == selected.matrix.default_variant
     release, tags = promote(candidate, found=tested, variant=variant.name, is_default=is_default,
                             required=variant.required_tests, client=client)
@@ -154,15 +177,18 @@ def cmd_promote(request: Request) -> int:
 
 
 def cmd_sbom(request: Request) -> int:
-    from pudev.release.sbom_io import fetch_sbom, push_sbom, write_sbom
+    from pudev.release.sbom_io import fetch_sbom, push_sbom, registry_target, write_sbom
 
     options = request.options
-    (reference,) = request.selection.names or ("",)
-    if not reference:
+    if len(request.selection.names) != 1:
         raise PudevError("pudev sbom takes one image: a built variant's tag or REGISTRY/REPO@sha256:...")
+    (reference,) = request.selection.names
     if options.fetch:
         text = fetch_sbom(reference)
     else:
+        if options.push:
+            registry_target(reference)  # a reference the registry lacks fails before the image is read
+
         text = write_sbom(reference)
         if options.push:
             print(f"pushed {push_sbom(reference, text)}", file=sys.stderr)

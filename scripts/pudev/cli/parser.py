@@ -13,52 +13,64 @@ if TYPE_CHECKING:
 Handler = Callable[["Request"], int]
 
 
-def add_selection_options(parser: argparse.ArgumentParser, *, names: bool) -> None:
-    if names:
-        parser.add_argument("names", nargs="*", metavar="VARIANT", help="variant names, or `all`")
-    group = parser.add_argument_group("variant selection and overrides")
-    group.add_argument("--variants-file", default="", metavar="PATH",
-                       help="the matrix file (default: docker/variants.toml)")
-    group.add_argument("--profile", default="", help="a named override set, e.g. `local` (the stand-in build)")
-    group.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
-                       help="override a variant field, e.g. --set torch=2.4.1")
-    group.add_argument("--base-image", default="", metavar="REF", help="same as --set base_image=REF")
-    group.add_argument("--toolkit-image", action="append", default=[], metavar="VERSION=REF",
-                       help="same as --set toolkit.VERSION.image=REF")
-    group.add_argument("--mirror", default="", help="same as --set mirror=NAME (aliyun, tuna, none)")
-    group.add_argument("--build-mirror", default="", help="same as --set build_mirror=NAME")
-    group.add_argument("--pull-mirror", default="", metavar="PREFIX",
-                       help="pull base and toolkit images through a registry mirror or pull-through proxy, "
-                            "e.g. registry.cn-hangzhou.aliyuncs.com/my-mirror")
-    build = parser.add_argument_group("build options")
-    build.add_argument("--ca-bundle", default=None, metavar="PATH",
-                       help="extra CA bundle for the build's downloads (default: $PIP_CERT, $SSL_CERT_FILE, "
-                            "$REQUESTS_CA_BUNDLE); passed as a BuildKit secret")
-    build.add_argument("--no-ca-bundle", action="store_true",
-                       help="pass no CA bundle even if the environment names one")
-    build.add_argument("--cache-from", action="append", default=[], metavar="SPEC",
-                       help="BuildKit cache source, e.g. type=registry,ref=ghcr.io/org/cache:cu121")
-    build.add_argument("--cache-to", action="append", default=[], metavar="SPEC",
-                       help="BuildKit cache export (needs buildx with a docker-container builder)")
-    build.add_argument("--no-cache", action="store_true", help="run every build step again (cache mounts stay)")
+# The option groups a command may use; each command lists only those it reads, so its --help is true.
+# Overrides go with selection: they change a variant's image name, and so its local tag.
+SELECT, BUILD, CA = "select", "build", "ca"
+
+
+def add_selection_options(parser: argparse.ArgumentParser, uses: frozenset[str]) -> None:
+    if SELECT in uses:
+        group = parser.add_argument_group("variant selection and overrides")
+        group.add_argument("--variants-file", default="", metavar="PATH",
+                           help="the matrix file (default: docker/variants.toml)")
+        group.add_argument("--profile", default="", help="a named override set, e.g. `local` (the stand-in build)")
+        group.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
+                           help="override a variant field, e.g. --set torch=2.4.1")
+        group.add_argument("--base-image", default="", metavar="REF", help="same as --set base_image=REF")
+        group.add_argument("--toolkit-image", action="append", default=[], metavar="VERSION=REF",
+                           help="same as --set toolkit.VERSION.image=REF")
+        group.add_argument("--mirror", default="", help="same as --set mirror=NAME (aliyun, tuna, none)")
+        group.add_argument("--build-mirror", default="", help="same as --set build_mirror=NAME")
+        group.add_argument("--pull-mirror", default="", metavar="PREFIX",
+                           help="pull base and toolkit images through a registry mirror or pull-through proxy, "
+                                "e.g. registry.cn-hangzhou.aliyuncs.com/my-mirror")
+    if BUILD in uses or CA in uses:
+        build = parser.add_argument_group("build options")
+        build.add_argument("--ca-bundle", default=None, metavar="PATH",
+                           help="extra CA bundle for the build's downloads (default: $PIP_CERT, $SSL_CERT_FILE, "
+                                "$REQUESTS_CA_BUNDLE); passed as a BuildKit secret")
+        build.add_argument("--no-ca-bundle", action="store_true",
+                           help="pass no CA bundle even if the environment names one")
+    if BUILD in uses:
+        build.add_argument("--cache-from", action="append", default=[], metavar="SPEC",
+                           help="BuildKit cache source, e.g. type=registry,ref=ghcr.io/org/cache:cu121")
+        build.add_argument("--cache-to", action="append", default=[], metavar="SPEC",
+                           help="BuildKit cache export (needs buildx with a docker-container builder)")
+        build.add_argument("--no-cache", action="store_true", help="run every build step again (cache mounts stay)")
 
 
 def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pudev", description=description)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, help_text: str, *, names: bool = True) -> argparse.ArgumentParser:
+    def command(name: str, help_text: str, *, names: str = "variant names, or `all`", metavar: str = "VARIANT",
+                uses: frozenset[str] = frozenset({SELECT})) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=help_text, description=help_text)
         sub.set_defaults(handler=handlers[name])
-        add_selection_options(sub, names=names)
+        if names:
+            sub.add_argument("names", nargs="*", metavar=metavar, help=names)
+        add_selection_options(sub, uses)
         return sub
 
-    variants = command("variants", "print the variant matrix", names=False)
+    planning = frozenset({SELECT, BUILD})
+
+    variants = command("variants", "print the variant matrix", names="")
     variants.add_argument("--markdown", action="store_true", help="the README's variant table")
-    command("plan", "print the exact build command for variants, without running it")
-    command("build", "build variants (tags only on success)")
+    command("plan", "print the exact build command for variants, without running it", uses=planning)
+    command("build", "build variants (tags only on success)", uses=planning)
     test = command("test", "run the in-image suite in a fresh container: VARIANT (a local build) or "
-                           "REGISTRY/REPO@sha256:... (a candidate: pulled, and each half's outcome recorded there)")
+                           "REGISTRY/REPO@sha256:... (a candidate: pulled, and each half's outcome recorded there)",
+                   names="variant names (or `all`), or candidates by digest", metavar="VARIANT|REF")
     test.add_argument("--timeout", type=float, default=3600, help="seconds before the run is stopped (default 3600)")
     test.add_argument("--junit", default="", metavar="PATH", help="copy the JUnit XML report here")
     half = test.add_mutually_exclusive_group()
@@ -73,23 +85,30 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     push = command("push", "push a built variant once, by digest, to REGISTRY/IMAGE-candidates")
     push.add_argument("--registry", required=True, metavar="HOST[/ORG]", help="e.g. ghcr.io/my-org")
     push.add_argument("--ref-file", default="", metavar="PATH", help="also write the candidate reference here")
-    command("promote", "copy a candidate that passed its tests (by digest) to the release repository and tag it")
-    sbom = command("sbom", "a CycloneDX SBOM of an image: write it, --push it to the registry, or --fetch it")
+    command("promote", "copy a candidate that passed its tests (by digest) to the release repository and tag it",
+            names="the candidate, REGISTRY/REPO-candidates@sha256:... (what `pudev push` printed)",
+            metavar="CANDIDATE")
+    sbom = command("sbom", "a CycloneDX SBOM of an image: write it, --push it to the registry, or --fetch it",
+                   names="a built variant's image tag, or REGISTRY/REPO@sha256:...", metavar="IMAGE", uses=frozenset())
     sbom.add_argument("--out", default="-", metavar="PATH", help="where to write it (default: stdout)")
     sbom.add_argument("--push", action="store_true", help="attach it to REGISTRY/REPO@sha256:... as an artifact")
     sbom.add_argument("--fetch", action="store_true", help="fetch the SBOM attached to REGISTRY/REPO@sha256:...")
-    command("pin", "write each base and toolkit image's digest into the variant file", names=False)
-    matrix = command("matrix", "print the CI build matrix as JSON (the workflow reads it)", names=False)
+    pin = command("pin", "write each base and toolkit image's digest into the variant file", names="",
+                  uses=frozenset())
+    pin.add_argument("--variants-file", default="", metavar="PATH",
+                     help="the matrix file (default: docker/variants.toml)")
+    matrix = command("matrix", "print the CI build matrix as JSON (the workflow reads it)", names="")
     matrix.add_argument("--json", action="store_true", help="JSON output (the only format)")
     bake = command("bake", "write docker-bake.json for `docker buildx bake`: each target the build `pudev build` "
-                           "runs, input digests included (pinned, pulled here, or asked of the registry)", names=False)
+                           "runs, input digests included (pinned, pulled here, or asked of the registry)", names="",
+                   uses=planning)
     bake.add_argument("--out", default="docker-bake.json", metavar="PATH", help="output file, or - for stdout")
-    bench = command("bench-build", "measure cold and incremental stand-in builds", names=False)
+    bench = command("bench-build", "measure cold and incremental stand-in builds", names="")
     bench.add_argument("--out", default="reports/bench-build.json", metavar="PATH", help="JSON result")
     bench.add_argument("--compare", default="", metavar="PATH", help="an earlier JSON result to compare with")
-    command("clean", "remove the locally built variant tags", names=False)
-    command("standins", "build the stand-in images (idempotent)", names=False)
-    command("profiles", "list the stand-in profiles (docker/standins/standins.toml)", names=False)
+    command("clean", "remove the locally built variant tags", names="")
+    command("standins", "build the stand-in images (idempotent)", names="", uses=frozenset({CA}))
+    command("profiles", "list the stand-in profiles (docker/standins/standins.toml)", names="", uses=frozenset())
     lock = command("lock", "regenerate the hashed requirement locks (all variants by default, or --profile NAME)")
     lock.add_argument("--without-base", action="store_true",
                       help="resolve without the base images' packages (where the bases cannot be pulled; the "

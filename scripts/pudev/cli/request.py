@@ -22,24 +22,28 @@ class Request:
 
 
 def _flag_overrides(args: argparse.Namespace) -> list[Override]:
-    found = parse_assignments(args.assignments)
-    found += parse_toolkit_images(args.toolkit_image)
+    found = parse_assignments(getattr(args, "assignments", []))
+    found += parse_toolkit_images(getattr(args, "toolkit_image", []))
     for key, flag in (("base_image", "--base-image"), ("mirror", "--mirror"), ("build_mirror", "--build-mirror")):
-        value = getattr(args, key)
+        value = getattr(args, key, "")
         if value:
             found.append(Override(key, value, f"{flag} {value}"))
     return found
 
 
 def request_from(args: argparse.Namespace, pytest_args: list[str]) -> Request:
+    """Each command has only the options it uses (its --help is true); the rest take their defaults here."""
+    option = vars(args).get
+    variants_file = str(option("variants_file") or "")
     selection = Selection(
-        names=tuple(getattr(args, "names", None) or ()),
-        variants_file=Path(args.variants_file) if args.variants_file else None,
-        profile=args.profile,
+        names=tuple(option("names") or ()),
+        variants_file=Path(variants_file) if variants_file else None,
+        profile=option("profile") or "",
         overrides=tuple(_flag_overrides(args)),
-        pull_mirror=args.pull_mirror,
+        pull_mirror=option("pull_mirror") or "",
     )
-    build = BuildOptions(ca_bundle=args.ca_bundle, no_ca_bundle=args.no_ca_bundle,
-                         cache_from=tuple(args.cache_from), cache_to=tuple(args.cache_to), no_cache=args.no_cache)
+    build = BuildOptions(ca_bundle=option("ca_bundle"), no_ca_bundle=bool(option("no_ca_bundle")),
+                         cache_from=tuple(option("cache_from") or ()), cache_to=tuple(option("cache_to") or ()),
+                         no_cache=bool(option("no_cache")))
     return Request(command=args.command, selection=selection, build=build, options=args,
                    pytest_args=tuple(pytest_args))

@@ -59,3 +59,22 @@ def parse_image_ref(text: str) -> ImageRef | None:
 def is_image_name(text: str) -> bool:
     """True for a repository name without tag or digest (what `image = ...` holds)."""
     return bool(_NAME_ONLY.match(text))
+
+
+def reference_hint(text: str) -> str:
+    """Why `text` is no image reference, where a common slip explains it (else ""): Docker wants
+    repository names in lower case, and no URL scheme or white space."""
+    if "://" in text:
+        return "drop the URL scheme: a reference is [registry/]name[:tag]"
+    if text != text.strip() or any(char.isspace() for char in text):
+        return "it contains white space"
+    rest, at, digest = text.partition("@")
+    slash = rest.rfind("/")
+    colon = rest.rfind(":")
+    name, tag = (rest[:colon], rest[colon:]) if colon > slash else (rest, "")
+    first, sep, path = name.partition("/")
+    is_domain = bool(sep) and ("." in first or ":" in first or first == "localhost")
+    lowered = (f"{first}/{path.lower()}" if is_domain else name.lower()) + tag + at + digest
+    if lowered != text and parse_image_ref(lowered) is not None:
+        return f"repository names must be lower case: {lowered}"
+    return ""

@@ -3,6 +3,7 @@ with every failure as one line that names the file, where it came from, and the 
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,3 +52,10 @@ class InputFile:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
             raise self.fail(f"is not valid TOML ({error})") from None
+
+    def read_json(self) -> Any:
+        text = self.read_text()
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise self.fail(f"is not valid JSON ({error.msg} at line {error.lineno})") from None

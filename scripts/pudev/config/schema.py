@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from pudev.common.imageref import is_image_name, parse_image_ref
+from pudev.common.imageref import is_image_name, parse_image_ref, reference_hint
 from pudev.mirror.catalogue import MIRROR_CHOICES
 
 
@@ -37,7 +37,9 @@ def _matches(pattern: str, expected: str) -> Check:
 def _image_ref(value: Any) -> str:
     if isinstance(value, str) and parse_image_ref(value) is not None:
         return ""
-    return f"{value!r} is not a valid image reference (expected [registry/]name[:tag][@sha256:digest])"
+    hint = reference_hint(value) if isinstance(value, str) else ""
+    return (f"{value!r} is not a valid image reference (expected [registry/]name[:tag][@sha256:digest])"
+            + (f"; {hint}" if hint else ""))
 
 
 def _image_name(value: Any) -> str:

@@ -11,7 +11,7 @@ from pudev.common.errors import PudevError
 from pudev.common.imageref import parse_image_ref
 from pudev.config.loader import read_variant_file, variants_input
 from pudev.config.model import Matrix, Variant
-from pudev.config.overrides import Override
+from pudev.config.overrides import TOOLKIT_KEY, Override
 from pudev.config.profiles import load_profile
 
 
@@ -47,12 +47,40 @@ def resolve(selection: Selection, *, require_names: bool = True) -> Selected:
         raise PudevError(f"name a variant: {', '.join(declared.variants)} (or `all`)")
     for name in names:
         declared.get(name)  # unknown names fail here, listing the valid ones
+    if selection.overrides and not names:  # a whole-matrix command (variants, matrix, bake, lock): flags change all
+        names = list(declared.variants)
     matrix = variant_file.with_overrides({name: overrides for name in names}) if overrides else declared
     variants = [matrix.get(name) for name in names]
+    for override in overrides:
+        _require_a_toolkit_for(override, variants)
+    _require_a_base_for_python(list(selection.overrides), declared, names)
     if selection.pull_mirror:
         variants = [through_pull_mirror(variant, selection.pull_mirror) for variant in variants]
         matrix = dataclasses.replace(matrix, variants={**matrix.variants, **{v.name: v for v in variants}})
     return Selected(matrix, tuple(variants))
+
+
+def _require_a_toolkit_for(override: Override, variants: list[Variant]) -> None:
+    """A toolkit override that no chosen variant uses would change nothing: say so instead of ignoring it."""
+    toolkit = TOOLKIT_KEY.fullmatch(override.key)
+    if toolkit is None or any(toolkit["version"] in variant.toolkit_versions for variant in variants):
+        return
+    have = "; ".join(f"{variant.name} has {', '.join(variant.toolkit_versions)}" for variant in variants)
+    raise PudevError(f"{override.source}: no chosen variant uses CUDA {toolkit['version']} ({have}); name one of "
+                     f"their toolkits, or add {toolkit['version']} to a variant with --set toolkits=...")
+
+
+def _require_a_base_for_python(flags: list[Override], declared: Matrix, names: list[str]) -> None:
+    """A variant's Python is the one its base image ships: a flag that changes the Python alone would be
+    blamed later on a lock that no command could make."""
+    python = next((flag for flag in flags if flag.key == "python"), None)
+    if python is None or any(flag.key == "base_image" for flag in flags):
+        return
+    shipped = "; ".join(f"{name}: Python {declared.get(name).python} from {declared.get(name).base_image}"
+                        for name in names)
+    raise PudevError(f"{python.source}: the Python is the one the base image ships ({shipped}); to build for "
+                     f"Python {python.value}, also pass --base-image with an image that has it, then make its lock "
+                     f"with `pudev lock VARIANT {python.source} --base-image IMAGE`")
 
 
 def through_pull_mirror(variant: Variant, prefix: str) -> Variant:

@@ -143,8 +143,10 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None, recor
     verdict = judge(toolkit.version, record.cuda)
     compiler = "" if toolkit.host_compiler == "g++" else f"; nvcc uses {toolkit.host_compiler}"
     _say(f"CUDA {toolkit.version} active ({toolkit.path}){compiler}")
+    # The switch itself succeeds (nvcc, CUDA C++ builds and other toolkits' tools work), so a mismatch with
+    # torch is a warning: only building torch extensions fails, and the message says so in torch's words.
     if verdict.level != "ok":
-        _say(f"{'warning' if verdict.level == 'warn' else 'error'}: {verdict.message}")
+        _say(f"warning: {verdict.message}")
         _say(JIT_WARNING)
     if not env.get(EVAL_MARKER):
         _say(f"run as a program this changes nothing; apply it with: eval \"$(cuda-switch {toolkit.version})\"")

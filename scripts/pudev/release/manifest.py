@@ -20,8 +20,8 @@ def layer_history(image: str) -> list[dict[str, Any]]:
     return layers
 
 
-def read_manifest(image: str) -> dict[str, Any]:
-    info = images.require_image(image)
+def read_manifest(image: str, *, build_hint: str = "pudev build VARIANT") -> dict[str, Any]:
+    info = images.require_image(image, build_hint=build_hint)
     labels = images.labels_of(info)
     inventory = json.loads(docker.run(["run", "--rm", "--entrypoint", "pudev", image, "inventory"], timeout=900).stdout)
     return {
@@ -66,8 +66,8 @@ def render_markdown(manifest: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_manifest(image: str, out_dir: Path, stem: str) -> tuple[Path, Path]:
-    manifest = read_manifest(image)
+def write_manifest(image: str, out_dir: Path, stem: str, *, build_hint: str) -> tuple[Path, Path]:
+    manifest = read_manifest(image, build_hint=build_hint)
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out_dir / f"{stem}.json", out_dir / f"{stem}.md"
     json_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")

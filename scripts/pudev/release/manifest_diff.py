@@ -4,22 +4,36 @@ inputs (base and toolkit digests, lock hashes, commit)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from pudev.common.imageref import parse_image_ref
+from pudev.common.inputs import InputFile
 from pudev.release.manifest import read_manifest
 
 SECTIONS = ("pip", "conda", "dpkg")
 
 
-def load_manifest(item: str) -> dict[str, Any]:
-    """A manifest JSON file written by `pudev manifest`, or an image to read one from."""
-    path = Path(item)
-    if path.is_file():
-        data: dict[str, Any] = json.loads(path.read_text())
-        return data
-    return read_manifest(item)
+FIX = "give a JSON file that `pudev manifest VARIANT` wrote (manifests/VARIANT.json), a variant or an image"
+REQUIRED = ("image", "pip", "dpkg")  # what every manifest has (conda only on conda bases)
+
+
+def _is_file_argument(item: str) -> bool:
+    """A path, not an image: it exists, names JSON, or cannot be an image reference anyway."""
+    return Path(item).exists() or item.endswith(".json") or parse_image_ref(item) is None
+
+
+def load_manifest(item: str, *, position: str, build_hint: str) -> dict[str, Any]:
+    """A manifest JSON file written by `pudev manifest`, or an image to read one from.
+    `position` (A or B) names the argument in errors."""
+    if not _is_file_argument(item):
+        return read_manifest(item, build_hint=build_hint)
+    source = InputFile(Path(item), "manifest", f"--diff {position}", FIX)
+    data = source.read_json()
+    if not isinstance(data, dict) or not all(key in data for key in REQUIRED) \
+            or not all(isinstance(data[key], list) for key in REQUIRED[1:]):
+        raise source.fail(f"is JSON but not a pudev manifest (it lacks {', '.join(REQUIRED)})")
+    return data
 
 
 def _versions(manifest: dict[str, Any], section: str) -> dict[str, str]:

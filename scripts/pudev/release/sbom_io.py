@@ -12,7 +12,7 @@ from pudev.registry.client import RegistryClient
 from pudev.release import artifacts
 from pudev.release.candidate_tests import CANDIDATE_PULL_HINT
 from pudev.release.sbom import SBOM_TYPE, build_sbom
-from pudev.release.targets import DigestRef, parse_digest_ref
+from pudev.release.targets import DigestRef, parse_digest_ref, require_pushed
 
 
 def _local(reference: str) -> dict[str, Any]:
@@ -34,16 +34,17 @@ def write_sbom(reference: str) -> str:
     return build_sbom(inventory, name=name, digest=digest)
 
 
-def _target(reference: str) -> tuple[DigestRef, RegistryClient]:
+def registry_target(reference: str) -> tuple[DigestRef, RegistryClient]:
     ref = parse_digest_ref(reference, flag="pudev sbom")
     client = RegistryClient(ref.target.api)
     client.ping()
+    require_pushed(client, ref, flag="pudev sbom")
     return ref, client
 
 
 def push_sbom(reference: str, text: str) -> str:
     """Attach the SBOM to the image's digest; returns the artifact's reference."""
-    ref, client = _target(reference)
+    ref, client = registry_target(reference)
     digest = artifacts.attach(client, ref.target.repository, ref.digest, artifact_type=SBOM_TYPE,
                               payload=text.encode(), annotations={"org.opencontainers.image.title": "sbom.cdx.json"})
     return ref.target.by_digest(digest)
@@ -51,7 +52,7 @@ def push_sbom(reference: str, text: str) -> str:
 
 def fetch_sbom(reference: str) -> str:
     """The newest SBOM attached to the image's digest."""
-    ref, client = _target(reference)
+    ref, client = registry_target(reference)
     found = artifacts.referrers(client, ref.target.repository, ref.digest, SBOM_TYPE)
     if not found:
         raise PudevError(f"{reference} has no SBOM attached: `pudev sbom {reference} --push` attaches one")

@@ -5,10 +5,14 @@ exact pushed manifest (REGISTRY/REPO@sha256:...)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pudev.common.errors import PudevError
 from pudev.common.imageref import parse_image_ref
 from pudev.registry.names import api_host
+
+if TYPE_CHECKING:
+    from pudev.registry.client import RegistryClient
 
 CANDIDATE_SUFFIX = "-candidates"
 
@@ -70,3 +74,10 @@ def parse_digest_ref(text: str, *, flag: str) -> DigestRef:
         raise PudevError(f"{flag} {text}: not a reference by digest; write REGISTRY/REPOSITORY@sha256:<64 hex> "
                          "(what `pudev push` printed)")
     return DigestRef(Target(ref.domain, ref.path), ref.digest)
+
+
+def require_pushed(client: RegistryClient, ref: DigestRef, *, flag: str) -> None:
+    """Stop at once when the digest is not in the registry, instead of advising a step that would fail too."""
+    if client.digest(ref.target.repository, ref.digest) is None:
+        raise PudevError(f"{flag} {ref}: {ref.target.host} has no image {ref.digest} in {ref.target.repository}; "
+                         "check the reference (what `pudev push` printed) and the registry you are logged in to")
