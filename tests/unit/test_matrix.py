@@ -149,3 +149,25 @@ def test_unusable_variant_files(tmp_path: Path, content: bytes | str | None, exp
     message = _error(path)
     assert message.startswith(f"{path} (variant file, from --variants-file): {expected}")
     assert message.endswith("pass the matrix file (docker/variants.toml) to --variants-file")
+
+
+@pytest.mark.parametrize(("argv", "builds"), [(["variants"], 1), (["matrix", "--json"], 1),
+                                               (["plan", "cu129", "--set", "mirror=tuna", "--no-ca-bundle"], 2)])
+def test_a_command_builds_the_matrix_once_as_declared(monkeypatch: pytest.MonkeyPatch, matrix_file: WriteMatrix,
+                                                      lock_folder: Path, capsys: pytest.CaptureFixture[str],
+                                                      argv: list[str], builds: int) -> None:
+    """Once as declared, and once more with the run's overrides where there are any."""
+    from pudev.cli import main
+    from pudev.config import loader
+
+    real = loader._build
+    calls: list[int] = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loader, "_build", counting)
+    assert main([*argv, "--variants-file", str(matrix_file())]) == 0
+    assert capsys.readouterr().out
+    assert len(calls) == builds

@@ -5,6 +5,7 @@ names the flag (or profile) that made it."""
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +36,9 @@ class VariantFile:
     source: InputFile
     raw: dict[str, Any]
 
-    @property
+    @functools.cached_property
     def declared(self) -> Matrix:
+        """The matrix as the file declares it, built and validated once per command."""
         return _build(self.source, self.raw, {})
 
     def with_overrides(self, overrides: Overrides) -> Matrix:
