@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pudev.release.manifest import read_manifest
+from pudev.reports.manifest import read_manifest
 
 SECTIONS = ("pip", "conda", "dpkg")
 
