@@ -18,9 +18,9 @@ from e2e_support import LocalImage
 from podman_engine import RUN_OPTIONS, RootlessPodman
 
 from pudev.devtools.standins import load_standins
-from pudev.devtools.testrun import REPORT_MOUNT, SuiteOutcome, container_options, tally
 from pudev.engine import layers
 from pudev.paths import REPO_ROOT
+from pudev.testing.testrun import REPORT_MOUNT, SuiteOutcome, container_options, tally
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 

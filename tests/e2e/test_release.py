@@ -27,7 +27,7 @@ from realistic_registry import RealisticRegistry
 
 from pudev.engine import docker
 from pudev.registry.client import RegistryClient
-from pudev.release.sbom import component_versions
+from pudev.reports.sbom import component_versions
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 FAST_FAILURE = {"PUDEV_PUBLISH_ATTEMPTS": "2", "PUDEV_REGISTRY_RETRIES": "1"}

@@ -167,7 +167,7 @@ def test_build_runs_the_command_plan_prints(capsys: pytest.CaptureFixture[str], 
                                             matrix_file: WriteMatrix, lock_folder: Path) -> None:
     """With its images on the engine, `pudev plan` prints the very arguments `pudev build` runs."""
     from pudev.build import builder
-    from pudev.engine import images
+    from pudev.engine import builds, images
 
     started: list[list[str]] = []
 
@@ -184,7 +184,7 @@ def test_build_runs_the_command_plan_prints(capsys: pytest.CaptureFixture[str], 
     monkeypatch.setattr(docker, "require_buildkit", lambda: "docker")
     monkeypatch.setattr(docker, "image_id", lambda _: None)
     monkeypatch.setattr(builder, "build_lock", lambda _: contextlib.nullcontext())
-    monkeypatch.setattr(builder, "subprocess", types.SimpleNamespace(
+    monkeypatch.setattr(builds, "subprocess", types.SimpleNamespace(
         Popen=popen, PIPE=subprocess.PIPE, STDOUT=subprocess.STDOUT, TimeoutExpired=subprocess.TimeoutExpired))
     argv = ["cu130", "--no-ca-bundle", "--variants-file", str(matrix_file())]
     assert main(["plan", *argv]) == 0

@@ -153,9 +153,10 @@ def test_unusable_variant_files(tmp_path: Path, content: bytes | str | None, exp
 
 @pytest.mark.parametrize(("argv", "builds"), [(["variants"], 1), (["matrix", "--json"], 1),
                                                (["plan", "cu129", "--set", "mirror=tuna", "--no-ca-bundle"], 2)])
+@pytest.mark.usefixtures("lock_folder")
 def test_a_command_builds_the_matrix_once_as_declared(monkeypatch: pytest.MonkeyPatch, matrix_file: WriteMatrix,
-                                                      lock_folder: Path, capsys: pytest.CaptureFixture[str],
-                                                      argv: list[str], builds: int) -> None:
+                                                      capsys: pytest.CaptureFixture[str], argv: list[str],
+                                                      builds: int) -> None:
     """Once as declared, and once more with the run's overrides where there are any."""
     from pudev.cli import main
     from pudev.config import loader

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from pudev.common.errors import PudevError
-from pudev.devtools.testrun import SuiteOutcome, tally
 from pudev.release.artifacts import fallback_tag
 from pudev.release.candidates import candidate_tag
-from pudev.release.manifest_diff import diff_manifests
 from pudev.release.promote import passing_results
-from pudev.release.sbom import build_sbom, component_versions
 from pudev.release.targets import DigestRef, Target, is_image_reference, parse_digest_ref, parse_target
 from pudev.release.testresults import SuiteResult
+from pudev.reports.manifest_diff import diff_manifests
+from pudev.reports.sbom import build_sbom, component_versions
+from pudev.testing.testrun import SuiteOutcome, tally
 
 DIGEST = "sha256:" + "ab" * 32
 CANDIDATE = DigestRef(Target("127.0.0.1:5000", "org/dev-candidates"), DIGEST)

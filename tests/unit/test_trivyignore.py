@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
-from pudev.release.trivyignore import IGNORE_FILE, problems
+from pudev.policy.trivyignore import IGNORE_FILE, problems
 
 GOOD = "    statement: reachable only from gdb\n    mitigation: do not run gdb on untrusted cores\n"
 SCOPED = "    purls: [pkg:pypi/torch@2.5.1]\n"

@@ -5,8 +5,6 @@ interrupted build creates or moves no tag)."""
 from __future__ import annotations
 
 import collections
-import signal
-import subprocess
 import sys
 import time
 from typing import TextIO
@@ -16,28 +14,9 @@ from pudev.build.buildlog import find_failure
 from pudev.build.digests import FOR_BUILD, identify
 from pudev.build.plan import BuildPlan, input_images
 from pudev.common.errors import PudevError
-from pudev.engine import docker
+from pudev.engine import builds, docker
 
 LOG_LINES_KEPT = 4000
-
-
-def _stream(process: subprocess.Popen[str], sink: TextIO, kept: collections.deque[str]) -> None:
-    assert process.stdout is not None
-    for line in process.stdout:
-        sink.write(line)
-        sink.flush()
-        kept.append(line)
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    """Cancel the build: the client's SIGINT makes BuildKit drop the solve and its containers."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
@@ -51,22 +30,15 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
     if missing:
         raise PudevError(f"the engine has no identity for {', '.join(missing)} of {plan.tag} although it was just "
                          "pulled; rerun the build")
-    command = [docker.require_buildkit(), *plan.docker_args()]
+    buildkit_build = builds.BuildKitBuild(plan.docker_args())
     kept: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
     with build_lock(plan.tag):
         replaced = docker.image_id(plan.tag)
         started = time.monotonic()
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=docker.docker_env(), bufsize=1
-        )
         try:
-            _stream(process, sink, kept)
-            returncode = process.wait()
+            returncode = buildkit_build.run(sink, kept)
         except KeyboardInterrupt:
-            _stop(process)
             raise PudevError(f"build of {plan.tag} interrupted: no tag was created or moved", exit_code=130) from None
-        finally:
-            _stop(process)
         if returncode != 0:
             raise _failure(plan, list(kept), returncode)
         image = docker.image_id(plan.tag)

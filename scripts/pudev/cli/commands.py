@@ -64,9 +64,9 @@ def _half(request: Request) -> str:
 
 def cmd_test(request: Request) -> int:
     """Local builds by variant (or profile), or pushed candidates by digest."""
-    from pudev.devtools.testrun import run_image_tests
     from pudev.release.candidate_tests import run_candidate_tests
     from pudev.release.targets import is_image_reference, parse_digest_ref
+    from pudev.testing.testrun import run_image_tests
 
     options = request.options
     junit = Path(options.junit) if options.junit else None
@@ -109,8 +109,8 @@ def cmd_tags(request: Request) -> int:
 
 
 def cmd_manifest(request: Request) -> int:
-    from pudev.release.manifest import write_manifest
-    from pudev.release.manifest_diff import diff_manifests, load_manifest
+    from pudev.reports.manifest import write_manifest
+    from pudev.reports.manifest_diff import diff_manifests, load_manifest
 
     if request.options.diff:
         # A variant name stands for its local build, as everywhere else.
@@ -177,7 +177,7 @@ def cmd_promote(request: Request) -> int:
 
 
 def cmd_sbom(request: Request) -> int:
-    from pudev.release.sbom_io import fetch_sbom, push_sbom, registry_target, write_sbom
+    from pudev.reports.sbom_io import fetch_sbom, push_sbom, registry_target, write_sbom
 
     options = request.options
     if len(request.selection.names) != 1:
@@ -202,7 +202,7 @@ def cmd_sbom(request: Request) -> int:
 
 def cmd_pin(request: Request) -> int:
     from pudev.config.loader import variants_input
-    from pudev.release.pin import pin_file
+    from pudev.policy.pin import pin_file
 
     source = variants_input(request.selection.variants_file)
     changes = pin_file(source)

@@ -1,2 +1,2 @@
-"""Tools for developing the images: locks, stand-in images, the build
-benchmark, and in-image test runs."""
+"""Tools for developing the images: locks, stand-in images and the build
+benchmark. Only cli/ imports them."""

@@ -27,8 +27,8 @@ from pudev.common.table import render_table
 from pudev.config.model import Variant
 from pudev.devtools.locking import base_packages, compile_lock
 from pudev.engine import docker
+from pudev.engine.layers import layer_history
 from pudev.paths import REPO_ROOT, REQUIREMENTS_DIR
-from pudev.release.manifest import layer_history
 
 TOOL_FILE = REPO_ROOT / "scripts/pudev/image/gpumon.py"
 TARGETS = {"tool-edit": 0.05, "requirement-change": 0.35, "no-op": 0.02}

@@ -24,7 +24,7 @@ from typing import Any
 from pudev.common.errors import PudevError
 from pudev.common.inputs import InputFile
 from pudev.config.profiles import standins_input
-from pudev.engine import docker, images
+from pudev.engine import builds, docker, images
 from pudev.paths import REPO_ROOT, cache_dir
 
 RECIPE_LABEL = "org.pudev.standin.recipe"
@@ -101,29 +101,25 @@ def _build_os(standin: StandIn, recipe: str) -> None:
                 if path.is_file() and path.name != "lock":
                     path.unlink()
         tar = subprocess.Popen(rootfs_tar(rootfs), stdout=subprocess.PIPE)
-        subprocess.run(
-            [docker.docker_cli(), "import", "--change", f"LABEL {RECIPE_LABEL}={recipe}",
-             "--change", 'CMD ["bash"]', "-", standin.image],
-            stdin=tar.stdout, check=True, stdout=subprocess.DEVNULL,
-        )
+        builds.import_tar(tar.stdout, standin.image, changes=[f"LABEL {RECIPE_LABEL}={recipe}", 'CMD ["bash"]'])
         if tar.wait() != 0:
             raise PudevError("tar of the debootstrapped root filesystem failed; rerun `pudev standins`")
 
 
 # Every function whose code shapes the OS image: a change to any of them rebuilds it.
-_OS_STEPS = (root_directory, rootfs_tar, _build_os)
+_OS_STEPS = (root_directory, rootfs_tar, _build_os, builds.import_tar)
 
 
 def _build_image(standin: StandIn, os_image: str, recipe: str, ca_bundle: Path | None) -> None:
-    command = [docker.docker_cli(), "build", "--progress=plain", "--file", str(REPO_ROOT / standin.dockerfile),
-               "--build-arg", f"OS_IMAGE={os_image}", "--label", f"{RECIPE_LABEL}={recipe}", "--tag", standin.image]
+    args = ["--progress=plain", "--file", str(REPO_ROOT / standin.dockerfile),
+            "--build-arg", f"OS_IMAGE={os_image}", "--label", f"{RECIPE_LABEL}={recipe}", "--tag", standin.image]
     for key, value in standin.args.items():
-        command += ["--build-arg", f"{key}={value}"]
+        args += ["--build-arg", f"{key}={value}"]
     if ca_bundle is not None:
-        command += ["--secret", f"id=ca,src={ca_bundle}"]
-    result = subprocess.run([*command, str(REPO_ROOT)], env=docker.docker_env(), check=False)
-    if result.returncode != 0:
-        raise PudevError(f"stand-in {standin.image} failed to build (docker exit {result.returncode}); "
+        args += ["--secret", f"id=ca,src={ca_bundle}"]
+    returncode = builds.build([*args, str(REPO_ROOT)])
+    if returncode != 0:
+        raise PudevError(f"stand-in {standin.image} failed to build (docker exit {returncode}); "
                          "see the log above")
 
 

@@ -1,6 +1,7 @@
 """What each layer of a built image holds, read from `docker save` (any engine,
 any storage driver), and where a layer adds data that a later one deletes or
-overwrites: the usual reason a cleanup step fails to shrink an image."""
+overwrites: the usual reason a cleanup step fails to shrink an image. Also each
+layer's size and the step that made it, as `docker history` lists them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import posixpath
 import subprocess
 import tarfile
 from dataclasses import dataclass, field
+from typing import Any
 
 from pudev.common.errors import PudevError
 from pudev.engine import docker, images
@@ -109,6 +111,15 @@ def find_waste(layers: list[Layer], first: int, *, threshold: int = 0) -> list[W
                     waste.append(Waste(path, size, layer.index, later.index, "deleted"))
                     break
     return sorted(waste, key=lambda item: -item.size)
+
+
+def layer_history(image: str) -> list[dict[str, Any]]:
+    lines = docker.run(["history", "--no-trunc", "--human=false", "--format", "{{json .}}", image]).stdout
+    layers = []
+    for line in reversed(lines.strip().splitlines()):  # docker lists newest first
+        entry = json.loads(line)
+        layers.append({"size": int(entry.get("Size", 0) or 0), "created_by": entry.get("CreatedBy", "")})
+    return layers
 
 
 def base_layer_count(base_image: str) -> int:

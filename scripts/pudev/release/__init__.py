@@ -1,2 +1,3 @@
-"""Stage 3, releasing: tags read from a built image, its manifest, the registry
-API client, publishing by digest, and pinning base images by digest."""
+"""Stage 3, releasing a built image by digest: tags read from the image, the
+candidate pushed once, tested, its results recorded in the registry as artifacts
+that refer to its digest, and promoted, byte for byte, once it passed."""

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from pudev.common.errors import PudevError
-from pudev.devtools.testrun import run_image_tests
 from pudev.engine import docker, images
 from pudev.registry.client import RegistryClient
 from pudev.release import testresults
@@ -16,6 +15,7 @@ from pudev.release.candidates import candidate_tag
 from pudev.release.tags import read_facts
 from pudev.release.targets import DigestRef
 from pudev.release.testresults import SuiteResult
+from pudev.testing.testrun import run_image_tests
 
 CANDIDATE_PULL_HINT = "check the reference (what `pudev push` printed) and that you are logged in to its registry"
 

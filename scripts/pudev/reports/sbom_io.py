@@ -11,8 +11,8 @@ from pudev.engine import docker, images
 from pudev.registry.client import RegistryClient
 from pudev.release import artifacts
 from pudev.release.candidate_tests import CANDIDATE_PULL_HINT
-from pudev.release.sbom import SBOM_TYPE, build_sbom
 from pudev.release.targets import DigestRef, parse_digest_ref, require_pushed
+from pudev.reports.sbom import SBOM_TYPE, build_sbom
 
 
 def _local(reference: str) -> dict[str, Any]:

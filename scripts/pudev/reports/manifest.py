@@ -9,15 +9,7 @@ from typing import Any
 
 from pudev.build.labels import OCI, PUDEV
 from pudev.engine import docker, images
-
-
-def layer_history(image: str) -> list[dict[str, Any]]:
-    lines = docker.run(["history", "--no-trunc", "--human=false", "--format", "{{json .}}", image]).stdout
-    layers = []
-    for line in reversed(lines.strip().splitlines()):  # docker lists newest first
-        entry = json.loads(line)
-        layers.append({"size": int(entry.get("Size", 0) or 0), "created_by": entry.get("CreatedBy", "")})
-    return layers
+from pudev.engine.layers import layer_history
 
 
 def read_manifest(image: str, *, build_hint: str = "pudev build VARIANT") -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pudev.common.imageref import parse_image_ref
 from pudev.common.inputs import InputFile
-from pudev.release.manifest import read_manifest
+from pudev.reports.manifest import read_manifest
 
 SECTIONS = ("pip", "conda", "dpkg")
 
