@@ -9,18 +9,19 @@ Usage: python3 protect-torch.py TORCH_VERSION CUDA_VERSION PYTHON_VERSION CONSTR
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import NoReturn
 
 PROTECTED = ("torch", "torchvision", "torchaudio")
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     print(f"protect-torch: {message}", file=sys.stderr)
     sys.exit(1)
 
 
 def main() -> None:
     want_torch, want_cuda, want_python, constraints = sys.argv[1:5]
-    have_python = "%d.%d" % sys.version_info[:2]
+    have_python = f"{sys.version_info.major}.{sys.version_info.minor}"
     if have_python != want_python:
         fail(f"the base's Python is {have_python}, the variant promises {want_python} "
              "(fix field 'python' in docker/variants.toml, or override with --set python=)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import secrets
 import signal
 import ssl
 import subprocess
@@ -34,9 +35,10 @@ FAULT_BUILD = ["build", "--profile", "local", "--set", f"image={FAULT_IMAGE}", "
 ARCHES = ("5.0", "5.2", "6.0", "6.1", "7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0")
 
 
-def fresh_build() -> list[str]:
-    """FAULT_BUILD with an arch list no earlier run used, so its steps cannot come from the cache."""
-    arches = sorted(random.sample(ARCHES, 5), key=float)
+def fresh_build(rng: random.Random) -> list[str]:
+    """FAULT_BUILD with an arch list no earlier run used, so its steps cannot come from the cache
+    (one of 792: replaying a seed whose build finished needs `docker builder prune` first)."""
+    arches = sorted(rng.sample(ARCHES, 5), key=float)
     return [*FAULT_BUILD[:-1], "cuda_arch_list=" + ";".join(arches) + "+PTX"]
 
 
@@ -45,7 +47,7 @@ def unique_ca_bundle(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, st
     """The host's bundle plus a freshly made CA: its body exists nowhere else."""
     folder = tmp_path_factory.mktemp("ca")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                    f"/CN=pudev-secret-probe-{random.getrandbits(64):x}", "-keyout", str(folder / "key.pem"),
+                    f"/CN=pudev-secret-probe-{secrets.token_hex(8)}", "-keyout", str(folder / "key.pem"),
                     "-out", str(folder / "probe.pem")], check=True, capture_output=True)
     probe = (folder / "probe.pem").read_text()
     # The bundle the build would use anyway (PIP_CERT & co.), else the system's default trust store.
@@ -76,11 +78,12 @@ def _final_steps(log: str, status: str) -> set[str]:
 
 
 def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
-        local_image: LocalImage, unique_ca_bundle: tuple[Path, str], fault_image_cleanup: None) -> None:
+        local_image: LocalImage, unique_ca_bundle: tuple[Path, str], fault_image_cleanup: None,
+        rng: random.Random) -> None:
     bundle, _ = unique_ca_bundle
     docker.run(["rmi", FAULT_TAG], check=False)
     before = _containers()
-    build = fresh_build()
+    build = fresh_build(rng)
     process = subprocess.Popen([*PUDEV, *build, "--ca-bundle", str(bundle)], cwd=REPO_ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
@@ -92,7 +95,7 @@ def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
     while not any("install-os-packages" in line and "[final" in line for line in lines):
         assert time.monotonic() < deadline and process.poll() is None, "".join(lines)[-3000:]
         time.sleep(0.1)
-    time.sleep(random.uniform(0.5, 6))
+    time.sleep(rng.uniform(0.5, 6))
     process.send_signal(signal.SIGINT)
     process.wait(timeout=300)
     reader.join(timeout=30)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from e2e_support import LocalImage
+from e2e_support import LocalImage, profile_variant
 from jupyter_client_lite import JupyterServer, free_port, notebook
 
 from pudev.engine.containers import TrackedContainer
@@ -56,7 +56,7 @@ def test_notebook_cell_runs_torch(default_server: tuple[TrackedContainer, Jupyte
     status, session = server.request("POST", "api/sessions", {
         "path": "probe.ipynb", "type": "notebook", "name": "probe.ipynb", "kernel": {"name": "python3"}})
     assert status == 201, session
-    assert server.run_code(session["kernel"]["id"], code).strip() == "12.1"
+    assert server.run_code(session["kernel"]["id"], code).strip() == profile_variant("local").cuda
     status, saved = server.request("GET", "api/contents/probe.ipynb")
     assert status == 200 and saved["content"]["cells"][0]["source"] == code
 

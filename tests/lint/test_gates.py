@@ -43,14 +43,38 @@ def shell_scripts() -> list[str]:
     return sorted(scripts)
 
 
+def docker_python() -> list[str]:
+    """The Python under docker/ (build steps, rootfs files): every *.py, plus files with a python shebang."""
+    found = []
+    for path in _tracked("docker/*"):
+        first_line = (REPO_ROOT / path).read_bytes()[:128].split(b"\n", 1)[0]
+        if path.endswith(".py") or (first_line.startswith(b"#!") and b"python" in first_line):
+            found.append(path)
+    return sorted(found)
+
+
+def test_docker_python_is_found() -> None:
+    found = docker_python()
+    assert "docker/build/protect-torch.py" in found and "docker/rootfs/usr/local/bin/pudev-healthcheck" in found
+    assert not set(found) & set(shell_scripts())
+
+
 def test_ruff() -> None:
-    _gate([_tool("ruff", "make venv"), "check", "scripts", "tests"])
+    _gate([_tool("ruff", "make venv"), "check", "scripts", "tests", *docker_python()])
 
 
-# Each test folder has its own conftest, so each is its own mypy run.
-@pytest.mark.parametrize("paths", [["scripts/pudev", "tests/unit", "tests/lint"], ["tests/e2e"], ["tests/image"]])
+# Each test folder has its own conftest (and tests/ the host suites' shared one), so each is its own mypy run.
+@pytest.mark.parametrize("paths", [["scripts/pudev", "tests/unit", "tests/lint"], ["tests/e2e"], ["tests/image"],
+                                   ["tests/conftest.py"]])
 def test_mypy_strict(paths: list[str]) -> None:
     _gate([_tool("mypy", "make venv"), "--strict", *paths])
+
+
+def test_mypy_strict_docker() -> None:
+    """One run per file: they are standalone scripts, and mypy names every suffix-less one __main__."""
+    mypy = _tool("mypy", "make venv")
+    for path in docker_python():
+        _gate([mypy, "--strict", path])
 
 
 def test_shellcheck() -> None:

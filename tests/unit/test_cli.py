@@ -16,6 +16,7 @@ from matrices import WriteMatrix, pinned
 from pudev.cli import main
 from pudev.common.errors import PudevError
 from pudev.config.loader import load_matrix
+from pudev.config.selection import Selection, resolve
 from pudev.engine import docker
 from pudev.paths import VARIANTS_FILE
 
@@ -79,7 +80,7 @@ def test_bad_ca_bundles(capsys: pytest.CaptureFixture[str], tmp_path: Path, cont
         bundle.write_bytes(content)
     elif content is not None:
         bundle.write_text(content)
-    line = _fails(["build", "cu121", "--ca-bundle", str(bundle)], capsys)
+    line = _fails(["build", load_matrix(VARIANTS_FILE).default_variant, "--ca-bundle", str(bundle)], capsys)
     assert f"{bundle} (CA bundle, from --ca-bundle): {expected}" in line
     assert line.endswith("pass a PEM file of CA certificates to --ca-bundle")
 
@@ -148,11 +149,13 @@ def test_plan_prints_the_variant_as_declared(capsys: pytest.CaptureFixture[str])
 
 
 def test_pull_mirror_rewrites_base_and_toolkit_images(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", "--profile", "local", "--no-ca-bundle", "--base-image", "pytorch/pytorch:1-cuda12.1",
-                 "--toolkit-image", "12.4=nvidia/cuda:12.4.1-devel", "--pull-mirror", "registry.example.cn/hub"]) == 0
+    (variant,) = resolve(Selection(profile="local")).variants
+    slot_b = variant.toolkits[1].version
+    assert main(["plan", "--profile", "local", "--no-ca-bundle", "--base-image", "pytorch/pytorch:1-cuda",
+                 "--toolkit-image", f"{slot_b}=nvidia/cuda:devel", "--pull-mirror", "registry.example.cn/hub"]) == 0
     out = capsys.readouterr().out
-    assert "BASE_IMAGE=registry.example.cn/hub/pytorch/pytorch:1-cuda12.1" in out
-    assert "TOOLKIT_B_IMAGE=registry.example.cn/hub/nvidia/cuda:12.4.1-devel" in out
+    assert "BASE_IMAGE=registry.example.cn/hub/pytorch/pytorch:1-cuda" in out
+    assert "TOOLKIT_B_IMAGE=registry.example.cn/hub/nvidia/cuda:devel" in out
 
 
 def test_pull_mirror_bad_input(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from ruamel.yaml import YAML
 
+from pudev.config.loader import load_matrix
+from pudev.paths import VARIANTS_FILE
 from pudev.policy.trivyignore import IGNORE_FILE, problems
 
 GOOD = "    statement: reachable only from gdb\n    mitigation: do not run gdb on untrusted cores\n"
@@ -59,17 +61,24 @@ def _torch_exceptions() -> dict[str, list[str]]:
     return {entry["id"]: entry["purls"] for entry in data["vulnerabilities"]}
 
 
-def test_the_2024_lines_torch_findings_are_excepted_for_torch_2_5_1_alone() -> None:
-    """The policy in the README: the two named torch CVEs are excepted, only for torch 2.5.1 (the
-    +cu118 and +cu121 builds of the 2024 line), never for today's line or any other package."""
+def test_the_2024_lines_torch_findings_are_excepted_for_its_torch_alone() -> None:
+    """The policy in the README: the two named torch CVEs are excepted for one torch, the 2024 line's
+    (each +cuXYZ build the matrix ships of it, and the bare version), never for the default variant's
+    torch (today's line) or any other package. Which variants ship which torch comes from the matrix."""
     exceptions = _torch_exceptions()
-    assert {"CVE-2025-32434", "CVE-2026-24747"} <= set(exceptions)
-    torch_251 = {"pkg:pypi/torch@2.5.1%2Bcu118", "pkg:pypi/torch@2.5.1%2Bcu121", "pkg:pypi/torch@2.5.1"}
-    for cve in ("CVE-2025-32434", "CVE-2026-24747"):
-        assert set(exceptions[cve]) == torch_251, cve
+    cves = ("CVE-2025-32434", "CVE-2026-24747")
+    assert set(cves) <= set(exceptions)
+    (excepted,) = {purl.removeprefix("pkg:pypi/torch@").split("%2B")[0] for cve in cves for purl in exceptions[cve]}
+    matrix = load_matrix(VARIANTS_FILE)
+    assert excepted != matrix.get(matrix.default_variant).torch, "today's line gets no exception"
+    line = [variant for variant in matrix.variants.values() if variant.torch == excepted]
+    assert line, f"no variant ships torch {excepted} any more: drop its exceptions"
+    allowed = {f"pkg:pypi/torch@{excepted}"} | {f"pkg:pypi/torch@{excepted}%2B{variant.cuda_tag}" for variant in line}
+    for cve in cves:
+        assert set(exceptions[cve]) == allowed, cve
     for cve, purls in exceptions.items():
         if any(purl.startswith("pkg:pypi/torch@") for purl in purls):
-            assert set(purls) <= torch_251, f"{cve} must not cover another torch than 2.5.1"
+            assert set(purls) <= allowed, f"{cve} must not cover another torch than {excepted}"
 
 
 def test_the_readme_states_the_policy_and_each_exception() -> None:

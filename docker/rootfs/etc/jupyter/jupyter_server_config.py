@@ -7,6 +7,13 @@ the start with one line naming the variable and what it needs (pudev.image.runen
 """
 
 import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # Jupyter execs this file with traitlets' PyFileConfigLoader, which puts get_config (and c) into its
+    # namespace; this declares it for the linters only. It returns a traitlets Config, whose attributes
+    # are made on access (Any for the type checker either way, and traitlets is not on the host).
+    def get_config() -> Any: ...
 
 try:
     from pudev.image.runenv import settings_or_exit
@@ -15,7 +22,7 @@ except ImportError:  # a Jupyter from another environment (a user's venv) reads 
     from pudev.image.runenv import settings_or_exit
 
 settings = settings_or_exit("jupyter")
-c = get_config()  # type: ignore[name-defined]  # noqa: F821 - provided by Jupyter's config loader
+c = get_config()
 
 c.ServerApp.ip = "0.0.0.0"
 c.ServerApp.port = settings.port

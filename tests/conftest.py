@@ -1,0 +1,52 @@
+"""Shared by the host suites (tests/lint, tests/unit, tests/e2e): one seed for every random choice a test makes.
+
+A test that needs randomness takes the `rng` fixture, a random.Random seeded from the run's seed and the
+test's node id, so a test draws the same values whether it runs alone or with others. The run's seed is
+`--seed N`, else PUDEV_TEST_SEED, else one derived from the clock; it is printed in the header and again
+after any failure, so `PUDEV_TEST_SEED=N pytest ...` replays the run. Values that only have to be unique
+(container names, tokens, temp folders) do not come from here. tests/image runs inside the image, without
+this file.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+import pytest
+
+SEED_VARIABLE = "PUDEV_TEST_SEED"
+SEED = pytest.StashKey[int]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--seed", type=int, default=None,
+                     help=f"seed for the tests' random choices (default: ${SEED_VARIABLE}, else from the clock)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    seed: int | None = config.getoption("seed")
+    if seed is None:
+        text = os.environ.get(SEED_VARIABLE, "").strip()
+        if text and not text.isdigit():
+            raise pytest.UsageError(f"{SEED_VARIABLE}={text!r}: a seed is a non-negative integer")
+        seed = int(text) if text else time.time_ns() // 1000 % 1_000_000
+    config.stash[SEED] = seed
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"random seed: {config.stash[SEED]} (replay with {SEED_VARIABLE}={config.stash[SEED]})"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
+    if terminalreporter.stats.get("failed") or terminalreporter.stats.get("error"):
+        seed = config.stash[SEED]
+        terminalreporter.write_line(f"random seed was {seed}: replay with {SEED_VARIABLE}={seed} (or --seed {seed})")
+
+
+@pytest.fixture
+def rng(request: pytest.FixtureRequest) -> random.Random:
+    """This test's random source: the run's seed and the test's node id decide every value it draws."""
+    return random.Random(f"{request.config.stash[SEED]}:{request.node.nodeid}")
