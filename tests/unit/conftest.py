@@ -11,7 +11,7 @@ from fake_digests import FakeRegistry
 from matrices import HASHED_LOCK, SYNTHETIC_LOCK, WriteMatrix, write_matrix
 
 from pudev.build import digests, locks
-from pudev.engine import docker
+from pudev.engine import docker, images
 
 
 @pytest.fixture(autouse=True)
@@ -23,9 +23,12 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFa
     unreachable = FakeRegistry()
     unreachable.down = True
     monkeypatch.setattr(digests, "registry_digest", unreachable.digest)
-    docker.docker_cli.cache_clear()
+    caches = (docker.docker_cli, docker._can_buildkit, images.inventory)  # per command in real use
+    for cache in caches:
+        cache.cache_clear()
     yield
-    docker.docker_cli.cache_clear()
+    for cache in caches:
+        cache.cache_clear()
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ START_HINT = (
 )
 
 
+@functools.cache  # probed once per client and command, however many steps ask
 def _can_buildkit(cli: str) -> bool:
     """Docker 23+ clients build with BuildKit only through the buildx plugin;
     older clients (20.10) build with BuildKit themselves when DOCKER_BUILDKIT=1."""

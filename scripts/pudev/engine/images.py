@@ -3,6 +3,8 @@ identity (registry digest, local id) a build records for its inputs."""
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 from pudev.common.errors import PudevError
@@ -33,3 +35,12 @@ def identity(ref: str) -> tuple[str, str]:
     for repo_digest in info.get("RepoDigests") or []:
         return str(repo_digest).split("@", 1)[1], image_id
     return "", image_id
+
+
+@functools.cache
+def inventory(ref: str) -> dict[str, Any]:
+    """What the image says it holds (its own `pudev inventory`: versions, toolkits, pip, conda and dpkg
+    lists), read by one throwaway container per image and command, whichever readers need it (the
+    manifest, the SBOM, the tags), as docker-stacks' manifests share one container."""
+    return dict(json.loads(docker.run(["run", "--rm", "--entrypoint", "pudev", ref, "inventory"],
+                                      timeout=900).stdout))

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from pudev.build.labels import OCI
 from pudev.common.errors import PudevError
-from pudev.engine import docker, images
-
-FACTS_SCRIPT = (
-    "import json, sys, torch; print(json.dumps({'torch': torch.__version__.split('+')[0], "
-    "'cuda': torch.version.cuda, 'python': '%d.%d' % sys.version_info[:2]}))"
-)
+from pudev.engine import images
 
 
 @dataclass(frozen=True)
@@ -29,15 +23,14 @@ class ImageFacts:
 
 
 def read_facts(image: str) -> ImageFacts:
-    """Ask the image itself (a throwaway container) for torch, CUDA and Python versions."""
+    """torch, CUDA and Python as the image itself reports them (its inventory)."""
     info = images.require_image(image)
-    result = docker.run(["run", "--rm", "--entrypoint", "/opt/pudev/bin/python", image, "-c", FACTS_SCRIPT],
-                        timeout=300)
-    facts = json.loads(result.stdout.strip().splitlines()[-1])
+    facts = images.inventory(image)
     if not facts.get("cuda"):
         raise PudevError(f"{image} holds a torch without CUDA ({facts['torch']}); refusing to tag it as a CUDA image")
     labels = images.labels_of(info)
-    return ImageFacts(torch=facts["torch"], cuda=facts["cuda"], python=facts["python"],
+    return ImageFacts(torch=str(facts["torch"]).split("+")[0], cuda=str(facts["cuda"]),
+                      python=".".join(str(facts["python"]).split(".")[:2]),
                       revision=labels.get(f"{OCI}.revision", "unknown"),
                       created=labels.get(f"{OCI}.created", info.get("Created", "")))
 

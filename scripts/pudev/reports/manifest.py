@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from pudev.build.labels import OCI, PUDEV
-from pudev.engine import docker, images
+from pudev.engine import images
 from pudev.engine.layers import layer_history
 
 
 def read_manifest(image: str, *, build_hint: str = "pudev build VARIANT") -> dict[str, Any]:
     info = images.require_image(image, build_hint=build_hint)
     labels = images.labels_of(info)
-    inventory = json.loads(docker.run(["run", "--rm", "--entrypoint", "pudev", image, "inventory"], timeout=900).stdout)
+    inventory = images.inventory(image)
     return {
         "image": image,
         "image_id": info["Id"],

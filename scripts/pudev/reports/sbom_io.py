@@ -3,7 +3,6 @@ as an artifact that refers to the image's digest, and fetched back by that diges
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pudev.common.errors import PudevError
@@ -25,8 +24,7 @@ def _local(reference: str) -> dict[str, Any]:
 def write_sbom(reference: str) -> str:
     """CycloneDX JSON for the image, from its own `pudev inventory`."""
     info = _local(reference)
-    inventory = json.loads(docker.run(["run", "--rm", "--entrypoint", "pudev", reference, "inventory"],
-                                      timeout=900).stdout)
+    inventory = images.inventory(reference)
     name, _, digest = reference.partition("@")
     if not digest:  # a local tag: the digest it was last pushed under, if any
         name = name.rsplit(":", 1)[0]

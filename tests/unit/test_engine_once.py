@@ -1,0 +1,62 @@
+"""What a command asks the engine, it asks once: the BuildKit probe, and an image's inventory
+(one throwaway container, whatever reads it: the tags, the manifest, the SBOM)."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from pudev.engine import docker, images
+from pudev.release.tags import read_facts
+from pudev.reports.manifest import read_manifest
+from pudev.reports.sbom_io import write_sbom
+
+INVENTORY = {"torch": "2.9.0+cu130", "cuda": "13.0", "cudnn": 91000, "python": "3.12.4", "nvcc": {},
+             "pip": [{"name": "torch", "version": "2.9.0+cu130"}], "conda": None,
+             "dpkg": [{"name": "zsh", "version": "5.9"}], "os": {"id": "debian", "version_id": "12"}}
+# A docker client that logs every call and knows one image.
+FAKE = """#!/bin/sh
+echo "$*" >> "{log}"
+case "$*" in
+  "version --format {{{{.Client.Version}}}}") echo 20.10.24 ;;
+  "image inspect "*) echo '[{{"Id": "sha256:1111", "Size": 1, "RepoDigests": [], "Config": {{"Labels": {{}}}}}}]' ;;
+  "history "*) echo '{{"Size": "1", "CreatedBy": "RUN x"}}' ;;
+  "run --rm --entrypoint pudev "*" inventory") echo '{inventory}' ;;
+  *) echo "unexpected: docker $*" >&2; exit 99 ;;
+esac
+"""
+
+
+@pytest.fixture
+def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    log = tmp_path / "calls.log"
+    log.touch()
+    fake = tmp_path / "docker"
+    fake.write_text(FAKE.format(log=log, inventory=json.dumps(INVENTORY)))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PUDEV_DOCKER", str(fake))
+    return log
+
+
+def test_buildkit_is_probed_once(calls: Path) -> None:
+    for _ in range(3):
+        docker.require_buildkit()
+    assert calls.read_text().splitlines().count("version --format {{.Client.Version}}") == 1
+
+
+def test_the_inventory_is_read_by_one_container_for_every_reader(calls: Path) -> None:
+    image = "example/dev-image:cu130"
+    facts = read_facts(image)
+    manifest = read_manifest(image)
+    sbom = json.loads(write_sbom(image))
+    runs = [line for line in calls.read_text().splitlines() if line.startswith("run ")]
+    assert runs == [f"run --rm --entrypoint pudev {image} inventory"]
+    assert (facts.torch, facts.cuda, facts.python) == ("2.9.0", "13.0", "3.12")
+    assert manifest["pip"] == INVENTORY["pip"] and manifest["torch"] == INVENTORY["torch"]
+    assert sbom["components"], "the SBOM was built from the same inventory"
+    images.inventory.cache_clear()
+    read_facts(image)
+    assert sum(line.startswith("run ") for line in calls.read_text().splitlines()) == 2, "a new command reads anew"
