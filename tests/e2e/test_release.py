@@ -27,6 +27,8 @@ from realistic_registry import RealisticRegistry
 
 from pudev.engine import docker
 from pudev.registry.client import RegistryClient
+from pudev.release.targets import parse_digest_ref
+from pudev.release.testresults import results
 from pudev.reports.sbom import component_versions
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
@@ -89,6 +91,27 @@ def pushed(local_image: LocalImage, image_suite: SuiteRun, registry: RealisticRe
 @pytest.fixture(scope="module")
 def candidate(pushed: tuple[str, str]) -> str:
     return pushed[0]
+
+
+@pytest.fixture
+def tested(candidate: str, registry: RealisticRegistry) -> str:
+    """The candidate with a recorded CPU pass: the promotion test's own run, or one made here when a
+    test runs alone (`pytest tests/e2e/test_release.py::test_...`)."""
+    ref = parse_digest_ref(candidate, flag="tested")
+    if not any(result.half == "cpu" and result.passed for result in results(RegistryClient(registry.address), ref)):
+        run_pudev("test", candidate, "--cpu-only", check=True, timeout=3600)
+    return candidate
+
+
+@pytest.fixture
+def promoted(tested: str, registry: RealisticRegistry) -> str:
+    """The released reference by digest: the promotion test's, or promoted here when run alone."""
+    digest = tested.split("@")[1]
+    client = RegistryClient(registry.address)
+    if client.digest(_release(registry), profile_variant("local").name) != digest:
+        code, output = _promote(tested, "--profile", "local")
+        assert code == 0, output
+    return tested.replace("-candidates@", "@")
 
 
 def _promote(ref: str, *extra: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -181,8 +204,8 @@ def test_the_tested_candidate_is_promoted_without_sending_a_layer(candidate: str
         registry.proxy_address, registry.address)
 
 
-def test_sbom_pushed_and_fetched_back_by_digest(candidate: str, registry: RealisticRegistry, tmp_path: Path) -> None:
-    release = candidate.replace("-candidates@", "@")
+def test_sbom_pushed_and_fetched_back_by_digest(promoted: str, registry: RealisticRegistry, tmp_path: Path) -> None:
+    release = promoted
     written, fetched = tmp_path / "sbom.json", tmp_path / "fetched.json"
     started = time.monotonic()
     run_pudev("sbom", release, "--push", "--out", str(written), check=True, timeout=1800)
@@ -225,7 +248,8 @@ def test_a_candidate_changed_after_testing_is_refused(pushed: tuple[str, str], r
     assert client.digest(repository, tag) == digest
 
 
-def test_registry_stopped_mid_promote_then_completed(candidate: str, registry: RealisticRegistry) -> None:
+def test_registry_stopped_mid_promote_then_completed(tested: str, registry: RealisticRegistry) -> None:
+    candidate = tested
     client = RegistryClient(registry.address)
     release, digest = _release(registry), candidate.split("@")[1]
     deleted = client.request("DELETE", f"/v2/{release}/manifests/{digest}", scope=f"repository:{release}:delete")
@@ -257,9 +281,9 @@ def test_registry_stopped_mid_promote_then_completed(candidate: str, registry: R
     assert all(client.digest(release, tag) == digest for tag in tags)
 
 
-def test_pull_back_by_tag_and_digest_and_smoke_test(local_image: LocalImage, candidate: str,
+def test_pull_back_by_tag_and_digest_and_smoke_test(local_image: LocalImage, promoted: str,
                                                     registry: RealisticRegistry) -> None:
-    release = candidate.replace("-candidates@", "@")
+    release = promoted
     repository = release.split("@")[0]
     tag = profile_variant("local").name
     docker.run(["rmi", "--force", local_image.image_id], check=False)  # every name and digest reference
