@@ -56,7 +56,8 @@ def test_the_any_user_part_of_the_suite_passes(local_image: LocalImage, run: str
 
 @pytest.mark.parametrize("user", USERS)
 def test_the_environment_is_the_same_without_the_entrypoint(local_image: LocalImage, user: str) -> None:
-    """ENV, the start-up hooks and the system-wide files give what the entrypoint would."""
+    """ENV, Python's and the shells' start-up files and the system-wide files give what the entrypoint
+    would (the image ships no start hooks, the one thing only the entrypoint runs)."""
     # HOSTNAME differs per container; PWD is what the entrypoint's sh exports for the directory it was in.
     probe = ["python", "-c", "import json, os, subprocess; env = dict(os.environ); env.pop('HOSTNAME'); "
              "env.pop('PWD', None); "
@@ -105,6 +106,8 @@ BAD_INPUTS = {
     "PUDEV_GID=1e3": (["--user", "0", "--env", "PUDEV_GID=1e3"], "pudev-entrypoint: PUDEV_GID='1e3' is not an id"),
     "PUDEV_UID not as root": (["--env", "PUDEV_UID=1234"], "pudev-entrypoint: PUDEV_UID/PUDEV_GID need the container"),
     "PUDEV_USER=bob": (["--env", "PUDEV_USER=bob"], "pudev-entrypoint: PUDEV_USER='bob' names no user"),
+    "PUDEV_SKIP_START_HOOKS=yes": (["--env", "PUDEV_SKIP_START_HOOKS=yes"],
+                                   "pudev-entrypoint: PUDEV_SKIP_START_HOOKS='yes' is not usable"),
     "JUPYTER_PORT=notaport": (["--env", "JUPYTER_PORT=notaport"], "start-jupyter: JUPYTER_PORT='notaport' is not"),
     "JUPYTER_PORT=0": (["--env", "JUPYTER_PORT=0"], "start-jupyter: JUPYTER_PORT='0' is not usable"),
     "JUPYTER_BASE_URL=nb": (["--env", "JUPYTER_BASE_URL=nb"], "start-jupyter: JUPYTER_BASE_URL='nb' is not usable"),

@@ -1,5 +1,6 @@
 """Run-time behaviour that needs a container from outside: root-only mirror
-switching, host UID mapping, cleanliness as root, and layer waste."""
+switching, host UID mapping and the start hooks around its drop, cleanliness as root,
+and layer waste."""
 
 from __future__ import annotations
 
@@ -46,6 +47,16 @@ def test_host_uid_mapping_for_bind_mounts(local_image: LocalImage, tmp_path: Pat
     assert out.split() == ["4321", "4321", "4321:4321", "wrote"]
     made = workspace / "made-here"
     assert (made.stat().st_uid, made.stat().st_gid) == (4321, 4321)
+
+
+def test_start_hooks_run_as_root_then_as_the_mapped_user(local_image: LocalImage) -> None:
+    """A root start with PUDEV_UID: the system hooks as root with root's HOME, the user's after
+    the drop as that user in the user's home, and the exports of both reach the command."""
+    script = ("mkdir -p /etc/pudev/start.d /home/dev/.config/pudev/start.d"
+              " && echo 'export SYSTEM=\"$(id -u) $HOME\"' > /etc/pudev/start.d/10-system.sh"
+              " && echo 'export MINE=\"$(id -u) $HOME\"' > /home/dev/.config/pudev/start.d/10-mine.sh"
+              " && PUDEV_UID=4321 PUDEV_GID=4321 exec pudev-entrypoint sh -c 'echo \"$SYSTEM|$MINE|$(id -u)\"'")
+    assert _run_root(local_image, script).strip() == "0 /root|4321 /home/dev|4321"
 
 
 def test_no_caches_anywhere_when_checked_as_root(local_image: LocalImage) -> None:

@@ -17,6 +17,9 @@ ENTRYPOINT_CASES = {
     "PUDEV_GID=0100": ({"PUDEV_GID": "0100"}, "PUDEV_GID='0100' is not an id"),
     "PUDEV_USER=bob": ({"PUDEV_USER": "bob"}, "PUDEV_USER='bob' names no user in this image"),
     "PUDEV_UID without root": ({"PUDEV_UID": "1234"}, "PUDEV_UID/PUDEV_GID need the container to start as root"),
+    "PUDEV_SKIP_START_HOOKS=yes": ({"PUDEV_SKIP_START_HOOKS": "yes"}, "PUDEV_SKIP_START_HOOKS='yes' is not usable"),
+    "PUDEV_START_HOOKS_DIR=/nope": ({"PUDEV_START_HOOKS_DIR": "/nope"},
+                                    "PUDEV_START_HOOKS_DIR='/nope' is not usable: expected an existing directory"),
 }
 JUPYTER_CASES = {
     "JUPYTER_PORT=notaport": ({"JUPYTER_PORT": "notaport"}, "JUPYTER_PORT='notaport' is not usable: expected a TCP"),
