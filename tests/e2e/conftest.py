@@ -12,12 +12,14 @@ by .ci/run) turns that skip into a failure.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from container_logs import LogWatch
 from e2e_support import LocalImage, Profiles, SuiteRun, run_pudev
 from realistic_registry import RealisticRegistry
 
@@ -78,3 +80,17 @@ def local_image(profiles: Profiles) -> LocalImage:
 @pytest.fixture(scope="session")
 def image_suite(profiles: Profiles) -> SuiteRun:
     return profiles.suite("local")
+
+
+@pytest.fixture(autouse=True)
+def quiet_container_logs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[LogWatch]:
+    """Every container a test runs through pudev's engine layer must print no WARNING, ERROR, CRITICAL or
+    traceback line, unless the test allows it: @pytest.mark.allow_log(r"regex", ...) (container_logs.py)."""
+    allowed = [re.compile(pattern) for marker in request.node.iter_markers("allow_log") for pattern in marker.args]
+    watch = LogWatch(docker.run, allowed)
+    monkeypatch.setattr(docker, "run", watch.run)
+    yield watch
+    if watch.found:
+        shown = "\n  ".join(watch.found[:20])
+        pytest.fail(f"{len(watch.found)} unexpected warning/error line(s) in container output (allow a line by "
+                    f"name with @pytest.mark.allow_log(r\"...\")):\n  {shown}", pytrace=False)
