@@ -91,6 +91,7 @@ def test_generated_token_is_printed_with_the_url(local_image: LocalImage) -> Non
         assert server.request("GET", "api/status", token="")[0] == 403
 
 
+@pytest.mark.allow_log(r"WARNING: authentication is OFF")  # the warning this opt-in must print
 def test_disabling_auth_is_an_explicit_opt_in(local_image: LocalImage) -> None:
     container, port = _start(local_image, env={"PUDEV_JUPYTER_NO_AUTH": "1"})
     with container:

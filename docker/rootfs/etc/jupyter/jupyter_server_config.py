@@ -31,6 +31,10 @@ c.ServerApp.base_url = settings.base_url
 c.ServerApp.root_dir = settings.root_dir
 c.ServerApp.open_browser = False
 c.ServerApp.terminado_settings = {"shell_command": ["/usr/bin/zsh", "-l"]}
+# Kernels talk to the server over Unix sockets in the runtime directory, not TCP ports on 127.0.0.1:
+# nothing else sharing the container's network namespace (a pod's sidecar, `--network container:`)
+# can reach them, and ipykernel has no "running over TCP without encryption" warning at each start.
+c.KernelManager.transport = "ipc"
 if settings.no_auth:
     c.IdentityProvider.token = ""
     c.PasswordIdentityProvider.hashed_password = ""
