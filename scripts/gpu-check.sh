@@ -47,11 +47,18 @@ max_gcc=${max_gcc:-$(g++ -dumpversion 2>/dev/null | cut -d. -f1)}
 arch=$("$python" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability() if torch.cuda.is_available() else "8.0")')
 cxx=$("$python" -c 'import torch; v = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]); print("c++20" if v >= (2, 12) else "c++17")')
 : > "$work/no-lock.txt"  # the machine's packages are its own: nothing was installed from a lock
-"$python" -m pudev.image.record write "$PUDEV_RECORD" --lock "$work/no-lock.txt" --base-packages "$work/no-lock.txt" \
-    --variant device --image device --torch "$torch" --cuda "$cuda" --python "$pyversion" \
-    --default-toolkit "$toolkit" --arch-list "$arch" --cxx-standard "$cxx" --mirror none --build-mirror none \
-    --user "$(id -un)" --toolkit "$toolkit:${max_gcc:-0}:$arch" \
-    > /dev/null || { echo "gpu-check: could not write the device record" >&2; exit 1; }
+# The record as a plan would hand it to the build (pudev.build.record), of what this machine has.
+planned=$("$python" - "$torch" "$cuda" "$pyversion" "$toolkit" "$arch" "$cxx" "${max_gcc:-0}" <<'EOF'
+import json, sys
+torch, cuda, python, toolkit, arch, cxx, max_gcc = sys.argv[1:]
+print(json.dumps({"variant": "device", "image": "device", "torch": torch, "cuda": cuda, "python": python,
+                  "default_toolkit": toolkit, "cuda_arch_list": arch, "cxx_standard": cxx, "mirror": "none",
+                  "build_mirror": "none", "inputs": {}, "revision": "",
+                  "toolkits": [{"version": toolkit, "max_gcc": int(max_gcc), "arch_list": arch}]}))
+EOF
+)
+"$python" -m pudev.image.record write "$PUDEV_RECORD" --planned "$planned" --base-packages "$work/no-lock.txt" \
+    --user "$(id -un)" > /dev/null || { echo "gpu-check: could not write the device record" >&2; exit 1; }
 
 failed=""
 remaining() { echo $((budget - ($(date +%s) - started))); }

@@ -59,7 +59,8 @@ def test_bake_takes_a_further_variant_once_it_has_a_lock(extended: Path, lock_fo
     document = json.loads(capsys.readouterr().out)
     target = document["target"]["cu999"]
     assert target["args"]["BASE_IMAGE"] == "example.com/pytorch:9.9.9-cuda99.9"
-    assert target["args"]["BASE_DIGEST"] == registry.digest_of("example.com/pytorch:9.9.9-cuda99.9")
+    base = json.loads(target["args"]["IMAGE_RECORD"])["inputs"]["base"]
+    assert base["digest"] == registry.digest_of("example.com/pytorch:9.9.9-cuda99.9")
     assert target["labels"]["org.pudev.variant"] == "cu999"
     assert "cu999" in document["group"]["default"]["targets"]
 

@@ -17,13 +17,17 @@ import pytest
 from fake_digests import FakeRegistry
 from matrices import HASHED_LOCK, WriteMatrix, pin, pinned, synthetic
 
-from pudev.build import locks
-from pudev.build.bake import CA_SECRET, NO_CA_BUNDLE
+from pudev.build import digests, locks
+from pudev.build.bake import CA_SECRET, NO_CA_BUNDLE, bake_target
 from pudev.build.digests import identify
+from pudev.build.facts import ImageIdentity, input_images
 from pudev.build.labels import OCI, PUDEV, build_labels, source_info
-from pudev.build.plan import ImageIdentity, input_images, native_platform
+from pudev.build.plan import native_platform
 from pudev.build.planning import BuildOptions, plan_builds
+from pudev.build.record import RECORD_ARG
 from pudev.cli import main
+from pudev.common.errors import PudevError
+from pudev.config.loader import load_matrix
 from pudev.config.model import Variant
 from pudev.config.profiles import profile_names
 from pudev.config.selection import Selection, resolve
@@ -144,6 +148,9 @@ def _as_bake_target(command: list[str]) -> dict[str, Any]:
         "labels": dict(item.split("=", 1) for item in options.pop("--label")),
         "secret": [CA_SECRET],  # its source, the CA_BUNDLE variable, is checked by _ca_source
     }
+    # The one fact a bake file may lack (README): the base's local id, known only to the engine that pulls it.
+    if target["labels"].get(f"{PUDEV}.base.id") == "<BASE_ID>":
+        del target["labels"][f"{PUDEV}.base.id"]
     for flag in ("--cache-from", "--cache-to"):
         if flag in options:
             target[flag[2:]] = options.pop(flag)
@@ -172,24 +179,30 @@ def test_each_bake_target_is_the_build_of_its_variant(case: Case, registry: Fake
     assert bake["group"]["default"]["targets"] == [variant.name for variant in case.variants]
     assert set(bake["target"]) == {variant.name for variant in case.variants}
     for variant in case.variants:
-        expected = {ref: _expected_identity(ref, registry) for ref in input_images(variant).values()}
-        # The command `pudev build` runs, once it knows the same images.
+        expected = {image.reference: _expected_identity(image.reference, registry) for image in input_images(variant)}
+        # The command `pudev build` runs, once it knows the same images, read back field by field.
         (plan,) = identify(plan_builds([variant], case.options, profile=case.selection.profile), [expected.get])
         command = plan.docker_args()
-        target = bake["target"][variant.name]
-        assert target == _as_bake_target(command), variant.name
+        target, built = bake["target"][variant.name], _as_bake_target(command)
+        assert sorted(target) == sorted(built), variant.name
+        for name, value in built.items():  # args, labels, tags, target, dockerfile, context, secret, cache
+            assert target[name] == value, f"{variant.name}: {name}"
         assert bake["variable"]["CA_BUNDLE"]["default"] == _ca_source(command)
         # And what that build must carry, stated without the plan: every input by its identity.
         args, labels = target["args"], target["labels"]
         assert set(args) == _required_dockerfile_args()
-        for name, reference in input_images(variant).items():
-            assert args[name] == expected[reference].pin != "", name
-        assert args["LOCK_SHA256"] == hashlib.sha256(locks.lock_path(variant).read_bytes()).hexdigest()
-        assert args["SOURCE_REVISION"] == labels[f"{OCI}.revision"] == source.revision
+        record = json.loads(args[RECORD_ARG])
+        for image in input_images(variant):
+            assert record["inputs"][image.key] == {"source": image.reference,
+                                                   "digest": expected[image.reference].pin}, image.key
+        lock = locks.lock_path(variant)
+        assert record["inputs"]["lock"] == {"source": f"requirements/lock/{lock.name}",
+                                            "digest": f"sha256:{hashlib.sha256(lock.read_bytes()).hexdigest()}"}
+        assert record["revision"] == labels[f"{OCI}.revision"] == source.revision
         base = expected[variant.base_image]
         base_labels = {f"{OCI}.base.digest": base.digest, f"{PUDEV}.base.id": base.image_id}
         assert labels == {**build_labels(variant, source), **{k: v for k, v in base_labels.items() if v}}
-        assert labels[f"{PUDEV}.variant"] == variant.name  # what `pudev test REF@sha256:...` reads
+        assert labels[f"{PUDEV}.variant"] == record["variant"] == variant.name  # what `pudev test REF@...` reads
         assert target["tags"] == [f"{variant.image}:{variant.name}"] and target["platforms"] == [variant.platform]
 
 
@@ -210,7 +223,8 @@ def test_a_pinned_image_is_taken_as_pinned_without_asking(matrix_file: WriteMatr
     assert main(_synthetic_bake(matrix_file, lock_folder, data)) == 0
     target = json.loads(capsys.readouterr().out)["target"]["cu130"]
     base = data["variants"]["cu130"]["base_image"]
-    assert target["args"]["BASE_DIGEST"] == target["labels"][f"{OCI}.base.digest"] == base.split("@")[1]
+    digest = json.loads(target["args"][RECORD_ARG])["inputs"]["base"]["digest"]
+    assert digest == target["labels"][f"{OCI}.base.digest"] == base.split("@")[1]
     assert registry.asked == []
 
 
@@ -222,7 +236,7 @@ def test_this_engine_answers_before_the_registry_and_each_image_is_asked_once(
     monkeypatch.setattr(images, "identity", lambda ref: pulled if ref == base else ("", ""))
     assert main(_synthetic_bake(matrix_file, lock_folder)) == 0
     target = json.loads(capsys.readouterr().out)["target"]["cu130"]
-    assert target["args"]["BASE_DIGEST"] == pulled[0]
+    assert json.loads(target["args"][RECORD_ARG])["inputs"]["base"]["digest"] == pulled[0]
     assert target["labels"][f"{PUDEV}.base.id"] == pulled[1]  # the local id, as pudev build labels it
     assert not any("torch" in asked for asked in registry.asked if "cu13.0" in asked)
     assert len(registry.asked) == len(set(registry.asked)) == 3  # cu129's base and the two shared toolkits
@@ -252,3 +266,16 @@ def test_today_bake_without_a_registry_names_the_first_image(capsys: pytest.Capt
     assert main(["bake", "--out", "-", "--no-ca-bundle"]) == 2
     line = capsys.readouterr().err.strip()
     assert "\n" not in line and "cannot resolve the digest of " in line and "pudev pin" in line
+
+
+def test_a_target_never_holds_a_placeholder(matrix_file: WriteMatrix, lock_folder: Path) -> None:
+    """A plan that still lacks a digest is no bake target (nothing fills it in where bake runs); one
+    that lacks only the base's local id is, without that label."""
+    variant = load_matrix(matrix_file(pinned())).get("cu130")
+    (plan,) = plan_builds([variant], NO_CA)
+    unresolved = "BASE_DIGEST, TOOLKIT_A_DIGEST, TOOLKIT_B_DIGEST not resolved"
+    with pytest.raises(PudevError, match=rf"^example/dev-image:cu130: {unresolved}"):
+        bake_target(plan.spec())
+    target = bake_target(identify([plan], [digests.pinned]).pop().spec())
+    assert "<" not in json.dumps(target) and f"{PUDEV}.base.id" not in target["labels"]
+    assert target["labels"][f"{OCI}.base.digest"] == variant.base_image.split("@")[1]

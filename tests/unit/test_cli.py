@@ -125,17 +125,18 @@ def test_planning_needs_no_docker(capsys: pytest.CaptureFixture[str], monkeypatc
 
 def test_plan_shows_what_the_build_resolves_from_the_engine(capsys: pytest.CaptureFixture[str],
                                                             matrix_file: WriteMatrix, lock_folder: Path) -> None:
-    """Pinned inputs are passed as pinned; the rest are named once, as resolved at build time."""
+    """Pinned inputs are passed as pinned; the rest hold their place, named once, as resolved at build time."""
     data = pinned()
     data["toolkits"]["12.9"]["image"] = "example.com/cuda:12.9-devel"
     assert main(["plan", "cu130", "--no-ca-bundle", "--variants-file", str(matrix_file(data))]) == 0
     out = capsys.readouterr().out
     base_digest = data["variants"]["cu130"]["base_image"].split("@")[1]
-    assert f"--build-arg BASE_DIGEST={base_digest}" in out
+    assert f'"base":{{"digest":"{base_digest}"' in out
     assert f"--label org.opencontainers.image.base.digest={base_digest}" in out
-    assert "--build-arg TOOLKIT_A_DIGEST \\\n" in out  # bare: the one the build resolves
+    assert '"toolkit 12.9":{"digest":"<TOOLKIT_A_DIGEST>"' in out  # the one the build resolves
     notes = [line for line in out.splitlines() if line.startswith("# ")]
-    assert notes[1] == "# resolved at build time: TOOLKIT_A_DIGEST; labels org.pudev.base.id"
+    assert notes[1] == ("# resolved at build time: <BASE_ID> in label org.pudev.base.id; "
+                        "<TOOLKIT_A_DIGEST> in IMAGE_RECORD")
     assert "example.com/cuda:12.9-devel" in notes[2] and "example.com/torch" in notes[2]
 
 
@@ -166,35 +167,65 @@ def test_pull_mirror_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert "only Docker Hub images are mirrored, and ghcr.io/o/torch:1 comes from ghcr.io" in line
 
 
-def test_build_runs_the_command_plan_prints(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                                            matrix_file: WriteMatrix, lock_folder: Path) -> None:
-    """With its images on the engine, `pudev plan` prints the very arguments `pudev build` runs."""
+def _engine_identity(reference: str) -> tuple[str, str]:
+    """A made-up (digest, local id) for each image, as the engine has it once pulled."""
+    return f"sha256:{sum(map(ord, reference)):064x}", f"sha256:{len(reference):064x}"
+
+
+@pytest.mark.parametrize("on_engine", [True, False], ids=["images-on-the-engine", "images-pulled-by-the-build"])
+def test_build_runs_the_command_plan_prints(on_engine: bool, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch, matrix_file: WriteMatrix,
+                                            lock_folder: Path) -> None:
+    """`pudev build` hands the engine the very arguments `pudev plan` prints: letter for letter when the
+    images are on the engine, and once each fact the plan holds the place of is filled in when the build
+    must pull them first."""
     from pudev.build import builder
     from pudev.engine import builds, images
 
     started: list[list[str]] = []
+    pulled: set[str] = set()
 
     def popen(command: list[str], **_: object) -> None:
         started.append(command)
         raise PudevError("stopped before docker ran")
 
     def identity(ref: str) -> tuple[str, str]:
-        return f"sha256:{sum(map(ord, ref)):064x}", f"sha256:{len(ref):064x}"
+        return _engine_identity(ref) if on_engine or ref in pulled else ("", "")
 
     monkeypatch.setattr(images, "identity", identity)
-    for name in ("require_daemon", "ensure_local"):
-        monkeypatch.setattr(docker, name, lambda *_, **__: None)
+    monkeypatch.setattr(docker, "require_daemon", lambda: None)
+    monkeypatch.setattr(docker, "ensure_local", pulled.add)
     monkeypatch.setattr(docker, "require_buildkit", lambda: "docker")
     monkeypatch.setattr(docker, "image_id", lambda _: None)
     monkeypatch.setattr(builder, "build_lock", lambda _: contextlib.nullcontext())
     monkeypatch.setattr(builds, "subprocess", types.SimpleNamespace(
         Popen=popen, PIPE=subprocess.PIPE, STDOUT=subprocess.STDOUT, TimeoutExpired=subprocess.TimeoutExpired))
-    argv = ["cu130", "--no-ca-bundle", "--variants-file", str(matrix_file())]
+    path = matrix_file()
+    variant = load_matrix(path).get("cu130")
+    argv = ["cu130", "--no-ca-bundle", "--variants-file", str(path)]
     assert main(["plan", *argv]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert [line for line in printed if line.startswith("#")] == ["# cu130: run from any directory"]  # nothing left
+    notes = [line for line in printed if line.startswith("#")]
+    planned = shlex.split("\n".join(line for line in printed if not line.startswith("#")).replace("\\\n", " "))
     assert main(["build", *argv]) == 2 and "stopped before docker ran" in capsys.readouterr().err
     (command,) = started
-    assert shlex.split("\n".join(printed[1:]).replace("\\\n", " "))[2:] == command[1:]  # after the client
-    assert any(arg.startswith("BASE_DIGEST=sha256:") for arg in command)
-    assert any(arg.startswith("org.pudev.base.id=sha256:") for arg in command)
+    # What the engine knows once it has each image, by the name the plan holds its place with.
+    base, toolkit_a, toolkit_b = (_engine_identity(ref) for ref in (variant.base_image,
+                                                                    *(t.image for t in variant.toolkits)))
+    facts = {"<BASE_DIGEST>": base[0], "<BASE_ID>": base[1], "<TOOLKIT_A_DIGEST>": toolkit_a[0],
+             "<TOOLKIT_B_DIGEST>": toolkit_b[0]}
+    holes = {fact for fact in facts if any(fact in arg for arg in planned)}
+    if on_engine:
+        assert notes == ["# cu130: run from any directory"] and holes == set()
+    else:
+        assert holes == set(facts) and all(fact in notes[1] for fact in facts)  # each named in the one note
+        assert pulled == {variant.base_image, *(t.image for t in variant.toolkits)}
+
+    def filled(arg: str) -> str:
+        for fact, value in facts.items():
+            arg = arg.replace(fact, value)
+        return arg
+
+    assert [filled(arg) for arg in planned[2:]] == command[1:]  # after DOCKER_BUILDKIT=1 and the client
+    assert f"org.pudev.base.id={base[1]}" in command
+    assert any(f'"base":{{"digest":"{base[0]}"' in arg for arg in command)  # the record names the base as pulled

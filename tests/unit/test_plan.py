@@ -1,12 +1,17 @@
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from matrices import WriteMatrix
 
+from pudev.build.facts import ImageIdentity
 from pudev.build.labels import SourceInfo, build_labels, public_url, source_info
-from pudev.build.plan import ENGINE_INPUTS, PLANNED_INPUTS, BuildPlan, ImageIdentity, build_args
+from pudev.build.plan import BuildPlan, build_args
+from pudev.build.record import RECORD_ARG
 from pudev.common.errors import PudevError
 from pudev.config.loader import load_matrix
 from pudev.config.model import Variant
@@ -30,12 +35,17 @@ def _arg(args: list[str], name: str) -> str:
     return values[0]
 
 
+def _record(args: list[str]) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads(_arg(args, RECORD_ARG))
+    return record
+
+
 def test_plan_passes_the_variant_as_declared(matrix_file: WriteMatrix) -> None:
     variant = load_matrix(matrix_file()).get("cu130")
     args = _plan(variant).docker_args()
     assert _arg(args, "BASE_IMAGE") == "example.com/torch:3.1.0-cuda13.0"
     assert _arg(args, "TOOLKIT_A_IMAGE") == "example.com/cuda:12.9-devel"
-    assert _arg(args, "TOOLKIT_B_ARCH_LIST") == "8.0;9.0;10.0;12.0+PTX"
+    assert _record(args)["toolkits"][1]["arch_list"] == "8.0;9.0;10.0;12.0+PTX"
     assert _arg(args, "DEFAULT_TOOLKIT") == "13.0"
     assert _arg(args, "CUDA_ARCH_LIST") == "8.0;9.0;10.0;12.0+PTX"  # the default toolkit's list
     assert (_arg(args, "PYTHON_VERSION"), _arg(args, "CXX_STANDARD")) == ("3.12", "c++20")
@@ -44,14 +54,32 @@ def test_plan_passes_the_variant_as_declared(matrix_file: WriteMatrix) -> None:
     assert "--secret" not in args
 
 
+def _dockerfile_args(*, with_defaults: bool) -> set[str]:
+    lines = [line.split()[1] for line in DOCKERFILE.read_text().splitlines() if line.startswith("ARG ")]
+    return {line.split("=")[0] for line in lines if with_defaults or "=" not in line}
+
+
 def test_every_dockerfile_arg_is_planned_and_nothing_else() -> None:
-    text = DOCKERFILE.read_text()
-    declared = {line.split()[1].split("=")[0] for line in text.splitlines() if line.startswith("ARG ")}
-    with_defaults = {line.split()[1].split("=")[0] for line in text.splitlines()
-                     if line.startswith("ARG ") and "=" in line}
     matrix = load_matrix(VARIANTS_FILE)
     for variant in matrix.variants.values():
-        assert set(build_args(variant)) | set(PLANNED_INPUTS) | set(ENGINE_INPUTS) == declared - with_defaults
+        assert set(build_args(variant)) | {RECORD_ARG} == _dockerfile_args(with_defaults=False)
+
+
+def _instructions() -> list[str]:
+    """The Dockerfile's instructions, each continued line joined, comments left out."""
+    lines = [line for line in DOCKERFILE.read_text().splitlines() if not line.lstrip().startswith("#")]
+    return [part.strip() for part in "\n".join(lines).replace("\\\n", " ").split("\n") if part.strip()]
+
+
+def test_the_record_step_reads_the_record_alone_and_nothing_earlier_reads_it() -> None:
+    """The record step re-lists no build argument, and IMAGE_RECORD (it holds the commit) is declared
+    right before it: a new commit or digest invalidates that step alone, never an earlier layer."""
+    instructions = _instructions()
+    declared = instructions.index(f"ARG {RECORD_ARG}")
+    runs = [item for item in instructions[declared:] if item.startswith("RUN ")]
+    assert len(runs) == 1 and "pudev.image.record write" in runs[0]
+    assert set(re.findall(r"\$\{(\w+)\}", runs[0])) == {RECORD_ARG, "PUDEV_USER"}  # PUDEV_USER: an ENV
+    assert not any(RECORD_ARG in item for item in instructions[:declared])
 
 
 def test_ca_bundle_is_a_secret_never_a_build_arg(tmp_path: Path, matrix_file: WriteMatrix) -> None:
@@ -68,16 +96,20 @@ def test_shell_command_quotes_and_breaks_lines(matrix_file: WriteMatrix) -> None
     assert "--build-arg 'CUDA_ARCH_LIST=8.0;9.0;12.0+PTX'" in command
 
 
-def test_engine_facts_missing_from_a_plan_are_named_not_guessed(matrix_file: WriteMatrix) -> None:
+def test_engine_facts_missing_from_a_plan_hold_their_place_and_are_named(matrix_file: WriteMatrix) -> None:
     plan = _plan(load_matrix(matrix_file()).get("cu130"))
     args = plan.docker_args()
-    assert not any("base.digest" in arg for arg in args)
-    for name in ENGINE_INPUTS:  # bare: docker takes the value from the environment, pudev build passes it
-        assert args[args.index(name) - 1] == "--build-arg"
-    note = "\n".join(plan.pending_note())
-    assert "resolved at build time: BASE_DIGEST, TOOLKIT_A_DIGEST, TOOLKIT_B_DIGEST" in note
-    assert "org.opencontainers.image.base.digest, org.pudev.base.id" in note
-    assert "example.com/torch:3.1.0-cuda13.0" in note
+    inputs = _record(args)["inputs"]
+    assert [inputs[key]["digest"] for key in ("base", "toolkit 12.9", "toolkit 13.0")] == [
+        "<BASE_DIGEST>", "<TOOLKIT_A_DIGEST>", "<TOOLKIT_B_DIGEST>"]
+    assert "org.opencontainers.image.base.digest=<BASE_DIGEST>" in args and "org.pudev.base.id=<BASE_ID>" in args
+    note = plan.pending_note()
+    assert note[0] == ("resolved at build time: <BASE_DIGEST> in IMAGE_RECORD, label "
+                       "org.opencontainers.image.base.digest; <BASE_ID> in label org.pudev.base.id; "
+                       "<TOOLKIT_A_DIGEST> in IMAGE_RECORD; <TOOLKIT_B_DIGEST> in IMAGE_RECORD")
+    assert "example.com/torch:3.1.0-cuda13.0, example.com/cuda:12.9-devel, example.com/cuda:13.0-devel" in note[1]
+    # The note is read from the command: every placeholder the command holds, and only those.
+    assert set(re.findall(r"<[A-Z_]+>", " ".join(args))) == set(re.findall(r"<[A-Z_]+>", note[0]))
 
 
 def test_engine_facts_known_to_a_plan_are_passed(matrix_file: WriteMatrix) -> None:
@@ -86,16 +118,18 @@ def test_engine_facts_known_to_a_plan_are_passed(matrix_file: WriteMatrix) -> No
              for n, ref in enumerate((variant.base_image, *(t.image for t in variant.toolkits)))}
     plan = _plan(variant, images=local)
     args = plan.docker_args()
-    assert (_arg(args, "BASE_DIGEST"), _arg(args, "TOOLKIT_B_DIGEST")) == ("sha256:0", "sha256:2")
+    inputs = _record(args)["inputs"]
+    assert (inputs["base"]["digest"], inputs["toolkit 13.0"]["digest"]) == ("sha256:0", "sha256:2")
     assert "org.opencontainers.image.base.digest=sha256:0" in args and "org.pudev.base.id=sha256:id0" in args
-    assert plan.pending_note() == []
+    assert plan.pending_note() == [] and "<" not in " ".join(args)
     # A pinned base not on this engine: its digest is known now, its local id once the build has pulled it.
     pinned = _plan(variant, images={**local, variant.base_image: ImageIdentity(digest=BASE_DIGEST)})
     assert f"org.opencontainers.image.base.digest={BASE_DIGEST}" in pinned.docker_args()
-    assert pinned.pending_note()[0] == "resolved at build time: no build argument; labels org.pudev.base.id"
+    assert pinned.pending_note()[0] == "resolved at build time: <BASE_ID> in label org.pudev.base.id"
     # A stand-in (built here) has only an id: it is the input's identity, and no digest label is owed.
     standin = _plan(variant, images={**local, variant.base_image: ImageIdentity(image_id="sha256:local")})
-    assert _arg(standin.docker_args(), "BASE_DIGEST") == "sha256:local"
+    assert _record(standin.docker_args())["inputs"]["base"]["digest"] == "sha256:local"
+    assert not any("base.digest" in arg for arg in standin.docker_args())
     assert standin.pending_note() == []
 
 

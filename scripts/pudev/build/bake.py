@@ -33,17 +33,21 @@ def _relative(path: os.PathLike[str]) -> str:
 
 def bake_target(spec: BuildSpec) -> dict[str, Any]:
     """The spec as a bake target: every field the docker command has, nothing else."""
-    if spec.pending_args:
-        # A bake file runs elsewhere, later: an input left to the environment would be recorded empty.
-        raise PudevError(f"{spec.tag}: {', '.join(spec.pending_args)} not resolved; a bake target needs every digest")
+    unresolved = [fact.name for fact in spec.pending if fact.occurs_in(spec.args.values())]
+    if unresolved:
+        # A bake file runs elsewhere, later: nothing fills in a placeholder there, the record would keep it.
+        raise PudevError(f"{spec.tag}: {', '.join(unresolved)} not resolved; a bake target needs every digest")
+    # A label only the pulling engine can know (the base's local id) is left out, never guessed.
+    labels = {key: value for key, value in spec.labels.items() if not any(fact.placeholder in value
+                                                                          for fact in spec.pending)}
     target: dict[str, Any] = {
         "context": _relative(spec.context),
         "dockerfile": _relative(spec.dockerfile),
         "target": spec.target,
         "platforms": [spec.platform],
         "tags": [_literal(spec.tag)],
-        "args": {key: _literal(value) for key, value in spec.args.items() if value is not None},
-        "labels": {key: _literal(value) for key, value in sorted(spec.labels.items())},
+        "args": {key: _literal(value) for key, value in spec.args.items()},
+        "labels": {key: _literal(value) for key, value in sorted(labels.items())},
         "secret": [CA_SECRET],
     }
     if spec.cache_from:

@@ -12,7 +12,8 @@ from typing import TextIO
 from pudev.build.buildlock import build_lock
 from pudev.build.buildlog import find_failure
 from pudev.build.digests import FOR_BUILD, identify
-from pudev.build.plan import BuildPlan, input_images
+from pudev.build.facts import input_images
+from pudev.build.plan import BuildPlan, cli_args
 from pudev.common.errors import PudevError
 from pudev.engine import builds, docker
 
@@ -23,14 +24,15 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
     """Build and tag; returns the image id. Raises PudevError with the failing stage."""
     docker.require_daemon()
     # The record names the base's and toolkits' digests, so they must be here (pulled if need be) first.
-    for needed in input_images(plan.variant).values():
-        docker.ensure_local(needed)
+    for needed in input_images(plan.variant):
+        docker.ensure_local(needed.reference)
     (plan,) = identify([plan], FOR_BUILD)
-    missing = plan.spec().pending_args
-    if missing:
-        raise PudevError(f"the engine has no identity for {', '.join(missing)} of {plan.tag} although it was just "
-                         "pulled; rerun the build")
-    buildkit_build = builds.BuildKitBuild(plan.docker_args())
+    spec = plan.spec()  # the plan `pudev plan` prints, each fact it left to the build now filled in
+    if spec.pending:
+        missing = ", ".join(fact.name for fact in spec.pending)
+        raise PudevError(f"the engine has no identity for {missing} of {plan.tag} although it was just pulled; "
+                         "rerun the build")
+    buildkit_build = builds.BuildKitBuild(cli_args(spec))
     kept: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
     with build_lock(plan.tag):
         replaced = docker.image_id(plan.tag)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from pudev.build.plan import BuildPlan, ImageIdentity, input_images
+from pudev.build.facts import ImageIdentity, input_images
+from pudev.build.plan import BuildPlan
 from pudev.common.errors import PudevError
 from pudev.common.imageref import parse_image_ref
 from pudev.engine import images
@@ -77,10 +78,10 @@ def _first(reference: str, lookups: Sequence[Lookup]) -> ImageIdentity | None:
 def identify(plans: Sequence[BuildPlan], lookups: Sequence[Lookup]) -> list[BuildPlan]:
     """The plans with their input images' identities: for each image, the first lookup that knows it."""
     found: dict[str, ImageIdentity] = {}
-    for reference in dict.fromkeys(ref for plan in plans for ref in input_images(plan.variant).values()):
+    for reference in dict.fromkeys(image.reference for plan in plans for image in input_images(plan.variant)):
         identity = _first(reference, lookups)
         if identity is not None:
             found[reference] = identity
-    return [dataclasses.replace(plan, images={ref: found[ref] for ref in input_images(plan.variant).values()
-                                              if ref in found})
+    return [dataclasses.replace(plan, images={image.reference: found[image.reference]
+                                              for image in input_images(plan.variant) if image.reference in found})
             for plan in plans]

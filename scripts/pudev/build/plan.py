@@ -1,7 +1,8 @@
-"""A build plan: the exact `docker build` command for one variant. Pure: it
-reads no engine state, so `pudev plan` prints the same plan on every machine.
-What only the engine or a registry knows (the input images' digests) comes in
-as `images`, resolved by build/digests.py; the plan says which it still lacks."""
+"""A build plan: the exact `docker build` command for one variant, its labels and
+the image record it hands the build. Pure: it reads no engine state, so `pudev
+plan` prints the same plan on every machine. What only the engine or a registry
+knows (the input images' digests) comes in as `images`, resolved by
+build/digests.py; where it is missing, the plan holds its place (build/facts.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from pudev.build.labels import OCI, PUDEV, SourceInfo, base_labels, build_labels
+from pudev.build.facts import Fact, ImageIdentity, InputImage, every_fact, input_images
+from pudev.build.labels import SourceInfo, base_labels, build_labels
 from pudev.build.locks import lock_path
+from pudev.build.record import RECORD_ARG, planned_record, record_json
 from pudev.config.model import Variant
 from pudev.paths import DOCKERFILE, REPO_ROOT
 
@@ -31,10 +35,9 @@ def local_tag(variant: Variant) -> str:
 
 
 def build_args(variant: Variant) -> dict[str, str]:
-    """Every ARG the Dockerfile reads, from the variant alone."""
+    """The ARGs Docker itself uses, in FROM lines and the steps before the record: each is in
+    those steps' cache keys. The record step reads the variant from IMAGE_RECORD alone."""
     args = {
-        "VARIANT": variant.name,
-        "IMAGE_NAME": variant.image,
         "BASE_IMAGE": variant.base_image,
         "TORCH_VERSION": variant.torch,
         "CUDA_VERSION": variant.cuda,
@@ -47,7 +50,6 @@ def build_args(variant: Variant) -> dict[str, str]:
             f"TOOLKIT_{slot}_IMAGE": toolkit.image,
             f"TOOLKIT_{slot}_VERSION": toolkit.version,
             f"TOOLKIT_{slot}_MAX_GCC": str(toolkit.max_gcc),
-            f"TOOLKIT_{slot}_ARCH_LIST": toolkit.arch_list,
         })
     args.update({
         "DEFAULT_TOOLKIT": variant.default_toolkit,
@@ -58,51 +60,34 @@ def build_args(variant: Variant) -> dict[str, str]:
     return args
 
 
-# Build arguments that describe a build's inputs rather than the variant: the plan knows the
-# lock's hash and the commit; the images' digests come from the engine or a registry.
-PLANNED_INPUTS = ("LOCK_SHA256", "SOURCE_REVISION")
-ENGINE_INPUTS = ("BASE_DIGEST", "TOOLKIT_A_DIGEST", "TOOLKIT_B_DIGEST")
-BASE_LABELS = (f"{OCI}.base.digest", f"{PUDEV}.base.id")
-
-
-def input_images(variant: Variant) -> dict[str, str]:
-    """ENGINE_INPUTS -> the image each one identifies."""
-    return dict(zip(ENGINE_INPUTS, (variant.base_image, *(toolkit.image for toolkit in variant.toolkits)), strict=True))
-
-
-@dataclass(frozen=True)
-class ImageIdentity:
-    """An input image as resolved: its registry digest, and its local id when the engine has it."""
-
-    digest: str = ""  # sha256:... of the manifest (or index) the reference names
-    image_id: str = ""  # the engine's id; the only identity of images built here (stand-ins)
-
-    @property
-    def pin(self) -> str:
-        return self.digest or self.image_id
-
-
 @dataclass(frozen=True)
 class BuildSpec:
     """Everything one build is told, flattened once: the docker command and the bake
-    target are two spellings of it, so they cannot drift apart."""
+    target are two spellings of it, so they cannot drift apart. A value may hold a fact's
+    placeholder: what the build resolves is read from the values themselves (`pending`)."""
 
     dockerfile: Path
     context: Path
     target: str
     platform: str
-    args: dict[str, str | None]  # None: an engine input not resolved yet (pudev build resolves it)
+    args: dict[str, str]
     labels: dict[str, str]
     tag: str
     ca_bundle: Path | None
     cache_from: tuple[str, ...]
     cache_to: tuple[str, ...]
     no_cache: bool
-    pending_labels: tuple[str, ...]  # labels pudev build adds once it has pulled the base
+    facts: tuple[Fact, ...]  # every fact a value could hold the place of
 
     @property
-    def pending_args(self) -> tuple[str, ...]:
-        return tuple(key for key, value in self.args.items() if value is None)
+    def pending(self) -> tuple[Fact, ...]:
+        """The facts pudev build fills in: those whose placeholder a value holds."""
+        return tuple(fact for fact in self.facts if fact.occurs_in([*self.args.values(), *self.labels.values()]))
+
+    def where(self, fact: Fact) -> list[str]:
+        """The build arguments and labels that hold `fact`'s place."""
+        found = [key for key, value in self.args.items() if fact.placeholder in value]
+        return found + [f"label {key}" for key, value in sorted(self.labels.items()) if fact.placeholder in value]
 
 
 @dataclass(frozen=True)
@@ -124,41 +109,43 @@ class BuildPlan:
     def tag(self) -> str:
         return local_tag(self.variant)
 
+    @property
+    def inputs(self) -> tuple[InputImage, ...]:
+        return input_images(self.variant, self.images)
+
+    def record(self) -> dict[str, Any]:
+        """The image record as planned (IMAGE_RECORD): the variant, its inputs and the commit."""
+        return planned_record(self.variant, self.inputs, lock_file=lock_path(self.variant).name,
+                              lock_sha256=self.lock_sha256, revision=self.source.revision)
+
+    def labels(self) -> dict[str, str]:
+        base = self.inputs[0]  # input_images lists the base first
+        digest, image_id = base.labels
+        return {**build_labels(self.variant, self.source), **base_labels(digest, image_id)}
+
     def spec(self) -> BuildSpec:
         """The one flattening of variant, inputs and labels."""
-        known = {key: self.images.get(ref, ImageIdentity()).pin or None
-                 for key, ref in input_images(self.variant).items()}
-        base = self.images.get(self.variant.base_image, ImageIdentity())
-        # An image the engine lacks is pulled by the build: the base's local id (and, unless pinned, its digest)
-        # are known from then on. One the engine has is labelled as it is (a stand-in has no digest at all).
-        pending = () if base.image_id else tuple(
-            name for name, value in zip(BASE_LABELS, (base.digest, base.image_id), strict=True) if not value)
         return BuildSpec(
             dockerfile=self.dockerfile, context=self.context, target=TARGET, platform=self.variant.platform,
-            args={**build_args(self.variant), "LOCK_SHA256": self.lock_sha256,
-                  "SOURCE_REVISION": self.source.revision, **known},
-            labels={**build_labels(self.variant, self.source), **base_labels(base.digest, base.image_id)},
+            args={**build_args(self.variant), RECORD_ARG: record_json(self.record())}, labels=self.labels(),
             tag=self.tag, ca_bundle=self.ca_bundle, cache_from=self.cache_from, cache_to=self.cache_to,
-            no_cache=self.no_cache, pending_labels=pending,
+            no_cache=self.no_cache, facts=every_fact(self.inputs),
         )
 
     def docker_args(self) -> list[str]:
-        """Arguments after `docker` (run with DOCKER_BUILDKIT=1, from any directory). An engine input
-        not resolved yet is passed bare (`--build-arg NAME`): docker then reads it from the environment."""
+        """Arguments after `docker` (run with DOCKER_BUILDKIT=1, from any directory)."""
         return cli_args(self.spec())
 
     def pending_note(self) -> list[str]:
-        """What `pudev build` adds that this plan cannot know yet: no lines when nothing is missing."""
+        """What `pudev build` fills in that this plan cannot know yet: no lines when nothing is missing."""
         spec = self.spec()
-        if not spec.pending_args and not spec.pending_labels:
+        if not spec.pending:
             return []
-        images = input_images(self.variant)
-        pulled = [images[name] for name in spec.pending_args]
-        pulled += [self.variant.base_image] if spec.pending_labels else []
-        labels = f"; labels {', '.join(spec.pending_labels)}" if spec.pending_labels else ""
-        return [f"resolved at build time: {', '.join(spec.pending_args) or 'no build argument'}{labels}",
-                f"  (pudev build first pulls {', '.join(dict.fromkeys(pulled))}, not on this engine;",
-                "  by hand, a bare --build-arg NAME takes $NAME from the environment)"]
+        places = "; ".join(f"{fact.placeholder} in {', '.join(spec.where(fact))}" for fact in spec.pending)
+        pulled = ", ".join(dict.fromkeys(fact.image for fact in spec.pending))
+        return [f"resolved at build time: {places}",
+                f"  (pudev build first pulls {pulled}, not on this engine;",
+                "  by hand, pull them and run pudev plan again)"]
 
     def shell_command(self, docker: str = "docker") -> str:
         """The command as a user would type it, one option per line."""
@@ -184,7 +171,7 @@ def cli_args(spec: BuildSpec) -> list[str]:
     if spec.platform != native_platform():
         args += ["--platform", spec.platform]
     for key, value in spec.args.items():
-        args += ["--build-arg", key if value is None else f"{key}={value}"]
+        args += ["--build-arg", f"{key}={value}"]
     for key, value in sorted(spec.labels.items()):
         args += ["--label", f"{key}={value}"]
     if spec.ca_bundle is not None:

@@ -1,7 +1,11 @@
 """The image's own record of what it must contain (/etc/pudev/image.json).
 
-Written once at build time from the variant's build arguments and the lock;
-read by the in-image tests and tools, and by the host to compute tags.
+Written once at build time: the record as the host planned it (one JSON value,
+IMAGE_RECORD, from pudev.build.record: the variant, its inputs, the commit), plus
+what only the build knows: each toolkit's path and host compiler, the user, the
+packages installed from the lock and those the base shipped. Read by the in-image
+tests and tools; what they do not read (every other variant field) stays in the
+file, for `pudev record` and anything that reads it raw.
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, fields
+from pathlib import Path, PurePosixPath
+from typing import Any
 
 # PUDEV_RECORD points the tools at another record (scripts/gpu-check.sh, outside the image).
 RECORD_PATH = Path(os.environ.get("PUDEV_RECORD", "/etc/pudev/image.json"))
 _LOCK_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
+_DIGEST = re.compile(r"^(sha256:[0-9a-f]{64})?$")
 
 
 @dataclass(frozen=True)
@@ -92,58 +98,43 @@ def host_compiler_for(max_gcc: int) -> str:
     raise SystemExit(f"record: no g++ <= {max_gcc} installed for a toolkit whose nvcc refuses newer ones")
 
 
-def parse_inputs(specs: list[str]) -> dict[str, dict[str, str]]:
-    """["base=IMAGE=DIGEST", "lock L=FILE=sha256:HEX"] -> {"base": {"source": IMAGE, "digest": DIGEST}, ...}."""
-    inputs = {}
-    for spec in specs:
-        name, source, digest = spec.split("=", 2)
-        inputs[name] = {"source": source, "digest": "" if digest in ("", "sha256:") else digest}
-    return inputs
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {item.name for item in fields(cls)}
+    return {key: value for key, value in data.items() if key in names}
+
+
+def from_dict(data: dict[str, Any]) -> ImageRecord:
+    """The fields the tools read; the record may hold more (a variant field no tool reads yet)."""
+    toolkits = [ToolkitRecord(**_known(ToolkitRecord, toolkit)) for toolkit in data["toolkits"]]
+    return ImageRecord(**{**_known(ImageRecord, data), "toolkits": toolkits})
 
 
 def load(path: Path = RECORD_PATH) -> ImageRecord:
-    data = json.loads(path.read_text())
-    toolkits = [ToolkitRecord(**toolkit) for toolkit in data.pop("toolkits")]
-    return ImageRecord(toolkits=toolkits, **data)
+    return from_dict(json.loads(path.read_text()))
 
 
-def write(args: argparse.Namespace) -> ImageRecord:
-    toolkits = []
-    for spec in args.toolkit:
-        version, max_gcc, arch_list = spec.split(":", 2)
-        toolkits.append(
-            ToolkitRecord(
-                version=version,
-                path=f"/usr/local/cuda-{version}",
-                max_gcc=int(max_gcc),
-                host_compiler=host_compiler_for(int(max_gcc)),
-                arch_list=arch_list,
-            )
-        )
-    base_packages = read_lock(Path(args.base_packages))
-    # The lock minus what the base ships: those were left as the base had them.
-    installed = {name: version for name, version in read_lock(Path(args.lock)).items() if name not in base_packages}
-    record = ImageRecord(
-        variant=args.variant,
-        image=args.image,
-        torch=args.torch,
-        cuda=args.cuda,
-        python=args.python,
-        default_toolkit=args.default_toolkit,
-        cuda_arch_list=args.arch_list,
-        cxx_standard=args.cxx_standard,
-        mirror=args.mirror,
-        build_mirror=args.build_mirror,
-        user=args.user,
-        toolkits=toolkits,
-        inputs=parse_inputs(args.input),
-        revision=args.revision,
-        packages=installed,
-        base_packages=base_packages,
-    )
-    Path(args.path).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.path).write_text(json.dumps(asdict(record), indent=2, sort_keys=True) + "\n")
-    return record
+def _installed(planned: dict[str, Any], locks: Path | None, shipped: dict[str, str]) -> dict[str, str]:
+    """The lock the record names, minus what the base ships: those were left as the base had them."""
+    lock = planned.get("inputs", {}).get("lock")
+    if lock is None:
+        return {}  # nothing installed from a lock (scripts/gpu-check.sh: the machine's own packages)
+    if locks is None:
+        raise SystemExit(f"record: the record names the lock {lock['source']}: pass the folder holding it (--locks)")
+    listed = read_lock(locks / PurePosixPath(lock["source"]).name)
+    return {name: version for name, version in listed.items() if name not in shipped}
+
+
+def build_record(planned: dict[str, Any], *, locks: Path | None, base_packages: Path, user: str) -> dict[str, Any]:
+    """The planned record completed by what only the build knows; every planned key is kept as it is."""
+    for name, item in planned.get("inputs", {}).items():
+        if not _DIGEST.match(item["digest"]):  # e.g. a plan's <BASE_DIGEST> that nothing filled in
+            raise SystemExit(f"record: input {name} has digest {item['digest']!r}, not sha256:HEX; "
+                             "build with `pudev build`, or pull the inputs and run `pudev plan` again")
+    toolkits = [{**toolkit, "path": f"/usr/local/cuda-{toolkit['version']}",
+                 "host_compiler": host_compiler_for(int(toolkit["max_gcc"]))} for toolkit in planned["toolkits"]]
+    shipped = read_lock(base_packages)
+    return {**planned, "toolkits": toolkits, "user": user, "packages": _installed(planned, locks, shipped),
+            "base_packages": shipped}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,21 +144,25 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("path", nargs="?", default=str(RECORD_PATH))
     writer = commands.add_parser("write", help="write the record (build time)")
     writer.add_argument("path")
-    for option in ("lock", "variant", "image", "torch", "cuda", "python", "default-toolkit", "arch-list",
-                   "cxx-standard"):
-        writer.add_argument(f"--{option}", required=True)
-    for option in ("mirror", "build-mirror", "user", "base-packages"):
-        writer.add_argument(f"--{option}", required=True)
-    writer.add_argument("--toolkit", action="append", required=True, help="VERSION:MAX_GCC:ARCH_LIST")
-    writer.add_argument("--input", action="append", default=[], help="NAME=SOURCE=DIGEST: what went into the build")
-    writer.add_argument("--revision", default="", help="the source commit")
+    writer.add_argument("--planned", required=True, help="the record as the host planned it (JSON)")
+    writer.add_argument("--locks", default="", help="the folder holding the lock the record names")
+    writer.add_argument("--base-packages", required=True, help="NAME==VERSION lines: what the base shipped")
+    writer.add_argument("--user", required=True, help="the image's default user")
     args = parser.parse_args(argv)
-    if args.command == "write":
-        record = write(args)
-        compilers = ", ".join(f"{t.version}: {t.host_compiler}" for t in record.toolkits)
-        print(f"record: {args.path} ({record.variant}; host compilers {compilers})")
-    else:
+    if args.command == "show":
         print(Path(args.path).read_text(), end="")
+        return 0
+    try:
+        planned = json.loads(args.planned)
+    except json.JSONDecodeError as error:
+        raise SystemExit(f"record: --planned is not JSON ({error}): pass IMAGE_RECORD as planned") from None
+    data = build_record(planned, locks=Path(args.locks) if args.locks else None,
+                        base_packages=Path(args.base_packages), user=args.user)
+    record = from_dict(data)  # every field the tools read is there before anything is written
+    Path(args.path).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.path).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    compilers = ", ".join(f"{t.version}: {t.host_compiler}" for t in record.toolkits)
+    print(f"record: {args.path} ({record.variant}; host compilers {compilers})")
     return 0
 
 

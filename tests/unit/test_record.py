@@ -1,0 +1,144 @@
+"""The image record is the plan's one contract with the build: every field of the
+variant and its toolkits reaches the build in IMAGE_RECORD under its own name, and
+the record step (pudev.image.record, run here on the host) keeps every planned key
+and adds what only the build knows, in the schema the in-image suite reads."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from matrices import WriteMatrix
+
+from pudev.build.facts import ImageIdentity, input_images
+from pudev.build.labels import SourceInfo
+from pudev.build.plan import BuildPlan
+from pudev.build.record import RECORD_ARG
+from pudev.config.loader import load_matrix
+from pudev.config.model import Toolkit, Variant
+from pudev.config.profiles import load_profile, profile_names
+from pudev.image import record as image_record
+from pudev.paths import VARIANTS_FILE
+
+SOURCE = SourceInfo(revision="1" * 40, created="2026-01-01T00:00:00Z", url="")
+# The keys the in-image suite and tools have always read (tests/image, cuda-switch, verify, inventory).
+TOOL_KEYS = {"variant", "image", "torch", "cuda", "python", "default_toolkit", "cuda_arch_list", "cxx_standard",
+             "mirror", "build_mirror", "user", "toolkits", "inputs", "revision", "packages", "base_packages"}
+TOOLKIT_KEYS = {"version", "path", "max_gcc", "host_compiler", "arch_list"}
+
+
+def _variants(matrix_file: WriteMatrix) -> list[Variant]:
+    """The synthetic matrix's variants, today's, and each profile's."""
+    found = list(load_matrix(matrix_file()).variants.values()) + list(load_matrix(VARIANTS_FILE).variants.values())
+    for name in profile_names():
+        profile = load_profile(name)
+        found.append(load_matrix(VARIANTS_FILE, {profile.variant: list(profile.overrides)}).get(profile.variant))
+    return found
+
+
+def _identified(variant: Variant) -> BuildPlan:
+    """A plan whose input images are all known (as `pudev build` has them, once pulled)."""
+    images = {image.reference: ImageIdentity(digest="sha256:" + f"{n}" * 64, image_id="sha256:" + "e" * 64)
+              for n, image in enumerate(input_images(variant))}
+    return BuildPlan(variant, source=SOURCE, lock_sha256="f" * 64, images=images)
+
+
+def _planned(plan: BuildPlan) -> dict[str, Any]:
+    """IMAGE_RECORD as the docker command carries it."""
+    args = plan.docker_args()
+    (value,) = [arg.split("=", 1)[1] for arg in args if arg.startswith(f"{RECORD_ARG}=")]
+    planned: dict[str, Any] = json.loads(value)
+    return planned
+
+
+def _as_json(value: object) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def _assert_every_field_recorded(variant: Variant, planned: dict[str, Any]) -> None:
+    """Each model field, iterated (so a field added later is checked too), under its own name."""
+    for field in dataclasses.fields(variant):
+        key = "variant" if field.name == "name" else field.name
+        if field.name == "toolkits":
+            continue
+        assert planned[key] == _as_json(getattr(variant, field.name)), (variant.name, field.name)
+    assert len(planned["toolkits"]) == len(variant.toolkits)
+    for toolkit, recorded in zip(variant.toolkits, planned["toolkits"], strict=True):
+        for field in dataclasses.fields(Toolkit):
+            assert recorded[field.name] == _as_json(getattr(toolkit, field.name)), (toolkit.version, field.name)
+
+
+def test_every_model_field_reaches_the_build_in_the_record(matrix_file: WriteMatrix, lock_folder: Path) -> None:
+    for variant in _variants(matrix_file):
+        plan = _identified(variant)
+        planned = _planned(plan)
+        _assert_every_field_recorded(variant, planned)
+        assert planned == _as_json(plan.record())
+        # What the record derives from the fields: nothing the host knows is left to the build.
+        assert planned["default_toolkit"] == variant.default_toolkit
+        assert planned["cuda_arch_list"] == variant.default.arch_list
+        assert planned["revision"] == SOURCE.revision
+        assert set(planned["inputs"]) == {"base", "lock", *(f"toolkit {t.version}" for t in variant.toolkits)}
+
+
+def test_a_field_added_to_the_model_reaches_the_image_record_with_no_other_change(
+        matrix_file: WriteMatrix, lock_folder: Path, tmp_path: Path) -> None:
+    """cuDNN, say: a variant with one more field is planned, built and loaded with nothing else touched."""
+    declared = load_matrix(matrix_file()).get("cu130")
+    with_cudnn = dataclasses.make_dataclass("WithCudnn", [("cudnn", str, dataclasses.field(default="9.9.0"))],
+                                            bases=(Variant,), frozen=True)
+    variant = with_cudnn(**{field.name: getattr(declared, field.name) for field in dataclasses.fields(declared)})
+    planned = _planned(_identified(variant))
+    _assert_every_field_recorded(variant, planned)
+    assert planned["cudnn"] == "9.9.0"
+    written = _write(planned, tmp_path)
+    assert written["cudnn"] == "9.9.0"
+    image_record.from_dict(written)  # the tools still load it
+
+
+def _write(planned: dict[str, Any], tmp_path: Path, *, lock: str = "", shipped: str = "") -> dict[str, Any]:
+    """The record step as docker/Dockerfile runs it, with the locks folder and base packages given."""
+    locks, base = tmp_path / "locks", tmp_path / "base-packages.txt"
+    locks.mkdir(exist_ok=True)
+    if "lock" in planned.get("inputs", {}):
+        (locks / Path(planned["inputs"]["lock"]["source"]).name).write_text(lock)
+    base.write_text(shipped)
+    path = tmp_path / "etc" / "image.json"
+    assert image_record.main(["write", str(path), "--planned", json.dumps(planned), "--locks", str(locks),
+                              "--base-packages", str(base), "--user", "dev"]) == 0
+    written: dict[str, Any] = json.loads(path.read_text())
+    return written
+
+
+@pytest.mark.parametrize("name", profile_names())
+def test_the_record_step_keeps_the_plan_and_adds_what_only_the_build_knows(
+        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    profile = load_profile(name)
+    variant = load_matrix(VARIANTS_FILE, {profile.variant: list(profile.overrides)}).get(profile.variant)
+    planned = _planned(_identified(variant))
+    monkeypatch.setattr(image_record, "host_compiler_for", lambda max_gcc: f"g++-{max_gcc}")
+    written = _write(planned, tmp_path, lock="numpy==2.1.0 \\\n    --hash=sha256:00\nrich==13.9.4\n",
+                     shipped="numpy==1.26.4\n")
+    assert {key: written[key] for key in planned if key != "toolkits"} == {
+        key: value for key, value in planned.items() if key != "toolkits"}
+    for toolkit, recorded in zip(planned["toolkits"], written["toolkits"], strict=True):
+        assert recorded == {**toolkit, "path": f"/usr/local/cuda-{toolkit['version']}",
+                            "host_compiler": f"g++-{toolkit['max_gcc']}"}
+    assert (written["user"], written["packages"], written["base_packages"]) == (
+        "dev", {"rich": "13.9.4"}, {"numpy": "1.26.4"})  # the base's numpy was left as it shipped
+    # The schema the in-image suite reads: every key it has always had, each toolkit's too.
+    assert set(written) >= TOOL_KEYS and all(set(t) >= TOOLKIT_KEYS for t in written["toolkits"])
+    loaded = image_record.from_dict(written)
+    assert (loaded.variant, loaded.toolkit(variant.default_toolkit).arch_list) == (
+        variant.name, variant.default.arch_list)
+
+
+def test_a_placeholder_nothing_filled_in_never_reaches_an_image(matrix_file: WriteMatrix, lock_folder: Path,
+                                                               tmp_path: Path) -> None:
+    """A plan printed before the images were pulled, run by hand as it is: the record step refuses it."""
+    plan = BuildPlan(load_matrix(matrix_file()).get("cu130"), source=SOURCE, lock_sha256="f" * 64)
+    with pytest.raises(SystemExit, match=r"input base has digest '<BASE_DIGEST>', not sha256:HEX"):
+        _write(_planned(plan), tmp_path)
