@@ -189,12 +189,16 @@ def test_build_runs_the_command_plan_prints(on_engine: bool, capsys: pytest.Capt
         started.append(command)
         raise PudevError("stopped before docker ran")
 
-    def identity(ref: str) -> tuple[str, str]:
+    def identity(ref: str, info: dict[str, object] | None = None) -> tuple[str, str]:
         return _engine_identity(ref) if on_engine or ref in pulled else ("", "")
+
+    def ensure_local(ref: str) -> dict[str, object]:
+        pulled.add(ref)
+        return {"Id": _engine_identity(ref)[1]}
 
     monkeypatch.setattr(images, "identity", identity)
     monkeypatch.setattr(docker, "require_daemon", lambda: None)
-    monkeypatch.setattr(docker, "ensure_local", pulled.add)
+    monkeypatch.setattr(docker, "ensure_local", ensure_local)
     monkeypatch.setattr(docker, "require_buildkit", lambda: "docker")
     monkeypatch.setattr(docker, "image_id", lambda _: None)
     monkeypatch.setattr(builder, "build_lock", lambda _: contextlib.nullcontext())

@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
 import stat
+import types
 from pathlib import Path
 
 import pytest
+from matrices import WriteMatrix
 
 from pudev.engine import docker, images
 from pudev.release.tags import read_facts
@@ -60,3 +64,35 @@ def test_the_inventory_is_read_by_one_container_for_every_reader(calls: Path) ->
     images.inventory.cache_clear()
     read_facts(image)
     assert sum(line.startswith("run ") for line in calls.read_text().splitlines()) == 2, "a new command reads anew"
+
+
+def test_a_build_inspects_each_input_image_once(monkeypatch: pytest.MonkeyPatch, matrix_file: WriteMatrix,
+                                                lock_folder: Path) -> None:
+    """The pull step's inspection is also the image's identity: no second and third question."""
+    from pudev.build import builder
+    from pudev.build.facts import input_images
+    from pudev.build.planning import BuildOptions, plan_builds
+    from pudev.common.errors import PudevError
+    from pudev.config.loader import load_matrix
+    from pudev.engine import builds
+
+    asked: collections.Counter[str] = collections.Counter()
+
+    def inspect_image(ref: str) -> dict[str, object]:
+        asked[ref] += 1
+        return {"Id": f"sha256:{len(ref):064x}", "RepoDigests": [f"x@sha256:{sum(map(ord, ref)):064x}"]}
+
+    def popen(command: list[str], **_: object) -> None:
+        raise PudevError("stopped before docker ran")
+
+    monkeypatch.setattr(docker, "inspect_image", inspect_image)
+    monkeypatch.setattr(docker, "require_daemon", lambda: None)
+    monkeypatch.setattr(docker, "require_buildkit", lambda: "docker")
+    monkeypatch.setattr(builder, "build_lock", lambda _: contextlib.nullcontext())
+    monkeypatch.setattr(builds, "subprocess", types.SimpleNamespace(Popen=popen, PIPE=-1, STDOUT=-2))
+    variant = load_matrix(matrix_file()).get("cu130")
+    (plan,) = plan_builds([variant], BuildOptions(no_ca_bundle=True))
+    with pytest.raises(PudevError, match="stopped before docker ran"):
+        builder.run_build(plan)
+    inputs = [image.reference for image in input_images(variant)]
+    assert {ref: asked[ref] for ref in inputs} == dict.fromkeys(inputs, 1)

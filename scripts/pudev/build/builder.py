@@ -11,7 +11,7 @@ from typing import TextIO
 
 from pudev.build.buildlock import build_lock
 from pudev.build.buildlog import find_failure
-from pudev.build.digests import FOR_BUILD, identify
+from pudev.build.digests import already_inspected, identify
 from pudev.build.facts import input_images
 from pudev.build.plan import BuildPlan, cli_args
 from pudev.common.errors import PudevError
@@ -24,9 +24,9 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
     """Build and tag; returns the image id. Raises PudevError with the failing stage."""
     docker.require_daemon()
     # The record names the base's and toolkits' digests, so they must be here (pulled if need be) first.
-    for needed in input_images(plan.variant):
-        docker.ensure_local(needed.reference)
-    (plan,) = identify([plan], FOR_BUILD)
+    # Each input image is inspected once: the pull step's answer is also its identity.
+    inspected = {needed.reference: docker.ensure_local(needed.reference) for needed in input_images(plan.variant)}
+    (plan,) = identify([plan], (already_inspected(inspected),))
     spec = plan.spec()  # the plan `pudev plan` prints, each fact it left to the build now filled in
     if spec.pending:
         missing = ", ".join(fact.name for fact in spec.pending)

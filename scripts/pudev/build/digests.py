@@ -3,7 +3,7 @@ the local ids) of its base and toolkit images. Not pure: it asks the engine and
 the registry, and hands the answers to the pure plan as `images`.
 
 Each command asks in its own order, each image once:
-  build  the engine, after pulling: what BuildKit will really use
+  build  the engine, after pulling: what BuildKit will really use (the pull step's own inspection)
   plan   the engine where one answers, else a pinned reference; the rest the build resolves
   bake   a pinned reference (nothing asked), the engine, then the registry; else one error
 """
@@ -11,7 +11,8 @@ Each command asks in its own order, each image once:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from pudev.build.facts import ImageIdentity, input_images
 from pudev.build.plan import BuildPlan
@@ -35,6 +36,19 @@ def on_engine(reference: str) -> ImageIdentity | None:
     except PudevError:
         return None
     return ImageIdentity(digest, image_id) if image_id else None
+
+
+def already_inspected(infos: Mapping[str, dict[str, Any]]) -> Lookup:
+    """The identities of images the caller has just inspected (or pulled): no second question to the engine."""
+
+    def lookup(reference: str) -> ImageIdentity | None:
+        info = infos.get(reference)
+        if info is None:
+            return None
+        digest, image_id = images.identity(reference, info)
+        return ImageIdentity(digest, image_id)
+
+    return lookup
 
 
 def registry_digest(host: str, repository: str, tag: str) -> str | None:
@@ -62,7 +76,6 @@ def in_registry(reference: str) -> ImageIdentity:
     return ImageIdentity(digest=digest)
 
 
-FOR_BUILD: tuple[Lookup, ...] = (on_engine,)
 FOR_PLAN: tuple[Lookup, ...] = (on_engine, pinned)  # the engine first: it also knows the local id the build labels
 FOR_BAKE: tuple[Lookup, ...] = (pinned, on_engine, in_registry)
 

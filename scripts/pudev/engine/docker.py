@@ -136,13 +136,17 @@ PULL_HINT = ("behind a Docker Hub block, add --pull-mirror PREFIX (a registry mi
              "or --base-image / --toolkit-image")
 
 
-def ensure_local(image: str, *, hint: str = PULL_HINT) -> None:
-    """Pull `image` unless the engine already has it (output streams to the terminal)."""
-    if inspect_image(image) is not None:
-        return
+def ensure_local(image: str, *, hint: str = PULL_HINT) -> dict[str, Any]:
+    """Pull `image` unless the engine already has it (output streams to the terminal); returns its
+    `docker image inspect`, so the caller need not ask again."""
+    info = inspect_image(image)
+    if info is not None:
+        return info
     result = subprocess.run([docker_cli(), "pull", image], env=docker_env(), check=False)
-    if result.returncode != 0:
+    info = inspect_image(image) if result.returncode == 0 else None
+    if info is None:
         raise PudevError(f"cannot pull {image}: {hint}")
+    return info
 
 
 def drop_if_untagged(image_id: str) -> None:

@@ -24,10 +24,11 @@ def labels_of(info: dict[str, Any]) -> dict[str, str]:
     return dict((info.get("Config") or {}).get("Labels") or {})
 
 
-def identity(ref: str) -> tuple[str, str]:
+def identity(ref: str, info: dict[str, Any] | None = None) -> tuple[str, str]:
     """(manifest digest, local image id). The digest comes from a pinned reference or the
-    local copy's registry digest; images built here (stand-ins) have only an id."""
-    info = docker.inspect_image(ref) or {}
+    local copy's registry digest; images built here (stand-ins) have only an id. `info`: the
+    image's inspect output where the caller already has it."""
+    info = info if info is not None else docker.inspect_image(ref) or {}
     image_id = str(info.get("Id", ""))
     parsed = parse_image_ref(ref)
     if parsed is not None and parsed.digest:
