@@ -47,7 +47,7 @@ max_gcc=${max_gcc:-$(g++ -dumpversion 2>/dev/null | cut -d. -f1)}
 arch=$("$python" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability() if torch.cuda.is_available() else "8.0")')
 cxx=$("$python" -c 'import torch; v = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]); print("c++20" if v >= (2, 12) else "c++17")')
 : > "$work/no-lock.txt"  # the machine's packages are its own: nothing was installed from a lock
-# The record as a plan would hand it to the build (pudev.build.record), of what this machine has.
+# The record as a plan would hand it to the build (pudev.building.record), of what this machine has.
 planned=$("$python" - "$torch" "$cuda" "$pyversion" "$toolkit" "$arch" "$cxx" "${max_gcc:-0}" <<'EOF'
 import json, sys
 torch, cuda, python, toolkit, arch, cxx, max_gcc = sys.argv[1:]

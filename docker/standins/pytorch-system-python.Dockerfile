@@ -25,7 +25,7 @@ ENV PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bi
 # Fails unless the index gave the promised CUDA build (torch.version.cuda == TORCH_CUDA).
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=secret,id=ca \
-    --mount=type=bind,source=docker/build/with-ca.sh,target=/usr/local/sbin/with-ca \
+    --mount=type=bind,source=docker/steps/with-ca.sh,target=/usr/local/sbin/with-ca \
     sh /usr/local/sbin/with-ca python3 -m pip install -q --break-system-packages \
         "torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}" \
     && python3 -c "import sys, torch; cuda = torch.version.cuda; print('torch', torch.__version__, 'CUDA', cuda); \

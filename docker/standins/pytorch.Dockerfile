@@ -24,7 +24,7 @@ ENV PATH=/opt/conda/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbi
 
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=secret,id=ca \
-    --mount=type=bind,source=docker/build/with-ca.sh,target=/usr/local/sbin/with-ca \
+    --mount=type=bind,source=docker/steps/with-ca.sh,target=/usr/local/sbin/with-ca \
     sh /usr/local/sbin/with-ca pip install -q "torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}" \
     && python -c "import sys, torch; cuda = torch.version.cuda; print('torch', torch.__version__, 'CUDA', cuda); \
 sys.exit(0 if cuda == '${TORCH_CUDA}' else f'torch ${TORCH_VERSION} is built for CUDA {cuda}, not ${TORCH_CUDA}')"

@@ -19,7 +19,7 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
 # WHEELS is a list of requirement specs, split on purpose.
 RUN --mount=type=cache,target=/var/cache/pudev-standins \
     --mount=type=secret,id=ca \
-    --mount=type=bind,source=docker/build/with-ca.sh,target=/usr/local/sbin/with-ca \
+    --mount=type=bind,source=docker/steps/with-ca.sh,target=/usr/local/sbin/with-ca \
     --mount=type=bind,source=docker/standins/fetch-debs.sh,target=/usr/local/sbin/fetch-debs \
     --mount=type=bind,source=docker/standins/assemble-toolkit.sh,target=/usr/local/sbin/assemble-toolkit \
     downloads=/var/cache/pudev-standins/cuda-${CUDA_VERSION} \

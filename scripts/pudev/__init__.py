@@ -6,7 +6,7 @@ The package follows the stages of the work; each folder has one rule:
              Nothing imports it; the only folder that imports devtools/.
   config/    the variant matrix: model, loading, schema and rules, overrides, profiles,
              selection. Pure: no Docker, no network.
-  build/     a plan per variant (pure: assembly, labels, the image record as planned, the
+  building/  a plan per variant (pure: assembly, labels, the image record as planned, the
              facts it still lacks, CA bundle and lock checks, the bake and CI exports), the
              input images' digests and the builder that runs a plan. Only builder.py and
              digests.py reach the engine or a registry.

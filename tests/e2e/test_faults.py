@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from e2e_support import PUDEV, LocalImage, build_context_copy, lock_in, profile_variant, run_pudev
 
-from pudev.build.cabundle import resolve_ca_bundle
+from pudev.building.cabundle import resolve_ca_bundle
 from pudev.engine import docker
 from pudev.engine.containers import TRACKED_LABEL
 from pudev.engine.layers import read_layers

@@ -25,7 +25,7 @@ import pytest
 
 from pudev.image.record import ImageRecord
 from pudev.mirror.catalogue import MIRRORS
-from pudev.mirror.paths import MirrorFiles
+from pudev.mirror.mirror_files import MirrorFiles
 
 pytestmark = pytest.mark.anyuser
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from pudev.image.record import ImageRecord
 from pudev.mirror.catalogue import MIRRORS
 from pudev.mirror.config import written_by_pudev
-from pudev.mirror.paths import MirrorFiles
+from pudev.mirror.mirror_files import MirrorFiles
 
 
 def _pudev_mirror(*args: str) -> subprocess.CompletedProcess[str]:

@@ -55,7 +55,7 @@ def docker_python() -> list[str]:
 
 def test_docker_python_is_found() -> None:
     found = docker_python()
-    assert "docker/build/protect-torch.py" in found and "docker/rootfs/usr/local/bin/pudev-healthcheck" in found
+    assert "docker/steps/protect-torch.py" in found and "docker/rootfs/usr/local/bin/pudev-healthcheck" in found
     assert not set(found) & set(shell_scripts())
 
 
@@ -79,7 +79,7 @@ def test_mypy_strict_docker() -> None:
 
 def test_shellcheck() -> None:
     scripts = shell_scripts()
-    assert "docker/build/with-ca.sh" in scripts and "scripts/host-setup.sh" in scripts
+    assert "docker/steps/with-ca.sh" in scripts and "scripts/host-setup.sh" in scripts
     _gate([_tool("shellcheck", "sudo apt-get install shellcheck (make host-setup does it)"), "--external-sources",
            *scripts])
 

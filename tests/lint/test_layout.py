@@ -12,7 +12,8 @@ import pytest
 from pudev.paths import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "scripts" / "pudev"
-HOST_FOLDERS = ("cli", "config", "build", "engine", "registry", "testing", "release", "reports", "policy", "devtools")
+HOST_FOLDERS = ("cli", "config", "building", "engine", "registry", "testing", "release", "reports", "policy",
+                "devtools")
 FOLDERS = (*HOST_FOLDERS, "image", "mirror", "common")
 
 
@@ -27,16 +28,16 @@ FORBIDDEN = {
     # The top: it hands requests to the stages, and the host side never imports the in-image code.
     "cli": ("pudev.image",),
     "config": _all_but("config", "mirror", "common"),
-    "build": _all_but("build", "config", "engine", "registry", "mirror", "common"),
+    "building": _all_but("building", "config", "engine", "registry", "mirror", "common"),
     "engine": _all_but("engine", "common"),
     # The transport knows HTTP and docker's credential files, nothing of pudev's images or release rules.
     "registry": _all_but("registry", "common"),
     # The in-image suite in a throwaway container: what ran is read from the image alone.
     "testing": _all_but("testing", "engine", "common"),
     # A built image released by digest: its variant comes from cli/, never from the variant file.
-    "release": _all_but("release", "build", "engine", "registry", "testing", "common"),
+    "release": _all_but("release", "building", "engine", "registry", "testing", "common"),
     # What a built image holds, read from the image itself; an SBOM is attached through release/.
-    "reports": _all_but("reports", "build", "engine", "registry", "release", "common"),
+    "reports": _all_but("reports", "building", "engine", "registry", "release", "common"),
     # Supply-chain policy asks registries, never the engine.
     "policy": _all_but("policy", "config", "registry", "common"),
     # Developer tooling stands beside the production path, which never imports it.
@@ -50,9 +51,9 @@ FORBIDDEN = {
 ENGINE_ONLY_NAMES = ("docker_cli", "docker_env", "require_buildkit")
 LAUNCHERS = ("subprocess", "os", "asyncio")
 # Planning reads the variant, the checkout and the CA bundle, never the engine or a registry: what
-# only those know (the input images' digests) is resolved in build/digests.py and passed in.
+# only those know (the input images' digests) is resolved in building/digests.py and passed in.
 PURE_BUILD_MODULES = ("plan", "planning", "labels", "facts", "record", "bake", "cimatrix", "locks", "cabundle")
-IMPURE = ("pudev.engine", "pudev.registry", "pudev.build.digests", "pudev.build.builder")
+IMPURE = ("pudev.engine", "pudev.registry", "pudev.building.digests", "pudev.building.builder")
 
 
 def _imports(path: Path) -> set[str]:
@@ -97,7 +98,7 @@ def test_folder_imports_follow_its_rule(folder: str) -> None:
 
 def test_planning_modules_never_reach_the_engine() -> None:
     for name in PURE_BUILD_MODULES:
-        imports = _imports(PACKAGE / "build" / f"{name}.py")
+        imports = _imports(PACKAGE / "building" / f"{name}.py")
         assert not any(item.startswith(IMPURE) for item in imports), name
 
 

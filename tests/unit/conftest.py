@@ -10,7 +10,7 @@ import pytest
 from fake_digests import FakeRegistry
 from matrices import HASHED_LOCK, SYNTHETIC_LOCK, WriteMatrix, write_matrix
 
-from pudev.build import digests, locks
+from pudev.building import digests, locks
 from pudev.engine import docker, images
 
 

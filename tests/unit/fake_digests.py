@@ -1,5 +1,5 @@
 """A registry as bake's digest lookup sees it (unit tests have no network): the
-`registry` fixture puts it in place of build/digests.py's registry_digest."""
+`registry` fixture puts it in place of building/digests.py's registry_digest."""
 
 from __future__ import annotations
 

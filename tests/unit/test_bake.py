@@ -17,14 +17,14 @@ import pytest
 from fake_digests import FakeRegistry
 from matrices import HASHED_LOCK, WriteMatrix, pin, pinned, synthetic
 
-from pudev.build import digests, locks
-from pudev.build.bake import CA_SECRET, NO_CA_BUNDLE, bake_target
-from pudev.build.digests import identify
-from pudev.build.facts import ImageIdentity, input_images
-from pudev.build.labels import OCI, PUDEV, build_labels, source_info
-from pudev.build.plan import native_platform
-from pudev.build.planning import BuildOptions, plan_builds
-from pudev.build.record import RECORD_ARG
+from pudev.building import digests, locks
+from pudev.building.bake import CA_SECRET, NO_CA_BUNDLE, bake_target
+from pudev.building.digests import identify
+from pudev.building.facts import ImageIdentity, input_images
+from pudev.building.labels import OCI, PUDEV, build_labels, source_info
+from pudev.building.plan import native_platform
+from pudev.building.planning import BuildOptions, plan_builds
+from pudev.building.record import RECORD_ARG
 from pudev.cli import main
 from pudev.common.errors import PudevError
 from pudev.config.loader import load_matrix

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from pudev.build.buildlog import find_failure
+from pudev.building.buildlog import find_failure
 
 LOG = """\
 #1 [internal] load build definition from Dockerfile

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pudev.build.cabundle import ENVIRONMENT_VARIABLES, resolve_ca_bundle
+from pudev.building.cabundle import ENVIRONMENT_VARIABLES, resolve_ca_bundle
 from pudev.common.errors import PudevError
 
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from pudev.build.cimatrix import matrix_json
+from pudev.building.cimatrix import matrix_json
 from pudev.config.loader import load_matrix
 from pudev.paths import REPO_ROOT, VARIANTS_FILE
 

@@ -179,7 +179,7 @@ def test_build_runs_the_command_plan_prints(on_engine: bool, capsys: pytest.Capt
     """`pudev build` hands the engine the very arguments `pudev plan` prints: letter for letter when the
     images are on the engine, and once each fact the plan holds the place of is filled in when the build
     must pull them first."""
-    from pudev.build import builder
+    from pudev.building import builder
     from pudev.engine import builds, images
 
     started: list[list[str]] = []
@@ -201,7 +201,7 @@ def test_build_runs_the_command_plan_prints(on_engine: bool, capsys: pytest.Capt
     monkeypatch.setattr(docker, "ensure_local", ensure_local)
     monkeypatch.setattr(docker, "require_buildkit", lambda: "docker")
     monkeypatch.setattr(docker, "image_id", lambda _: None)
-    monkeypatch.setattr(builder, "build_lock", lambda _: contextlib.nullcontext())
+    monkeypatch.setattr(builder, "build_mutex", lambda _: contextlib.nullcontext())
     monkeypatch.setattr(builds, "subprocess", types.SimpleNamespace(
         Popen=popen, PIPE=subprocess.PIPE, STDOUT=subprocess.STDOUT, TimeoutExpired=subprocess.TimeoutExpired))
     path = matrix_file()

@@ -69,9 +69,9 @@ def test_the_inventory_is_read_by_one_container_for_every_reader(calls: Path) ->
 def test_a_build_inspects_each_input_image_once(monkeypatch: pytest.MonkeyPatch, matrix_file: WriteMatrix,
                                                 lock_folder: Path) -> None:
     """The pull step's inspection is also the image's identity: no second and third question."""
-    from pudev.build import builder
-    from pudev.build.facts import input_images
-    from pudev.build.planning import BuildOptions, plan_builds
+    from pudev.building import builder
+    from pudev.building.facts import input_images
+    from pudev.building.planning import BuildOptions, plan_builds
     from pudev.common.errors import PudevError
     from pudev.config.loader import load_matrix
     from pudev.engine import builds
@@ -88,7 +88,7 @@ def test_a_build_inspects_each_input_image_once(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(docker, "inspect_image", inspect_image)
     monkeypatch.setattr(docker, "require_daemon", lambda: None)
     monkeypatch.setattr(docker, "require_buildkit", lambda: "docker")
-    monkeypatch.setattr(builder, "build_lock", lambda _: contextlib.nullcontext())
+    monkeypatch.setattr(builder, "build_mutex", lambda _: contextlib.nullcontext())
     monkeypatch.setattr(builds, "subprocess", types.SimpleNamespace(Popen=popen, PIPE=-1, STDOUT=-2))
     variant = load_matrix(matrix_file()).get("cu130")
     (plan,) = plan_builds([variant], BuildOptions(no_ca_bundle=True))

@@ -21,7 +21,7 @@ from pudev.mirror.__main__ import build_env, set_mirror
 from pudev.mirror.apt import rewrite_deb822, rewrite_one_line
 from pudev.mirror.catalogue import MIRRORS
 from pudev.mirror.config import render_condarc, render_pip_conf, render_uv_toml
-from pudev.mirror.paths import MirrorFiles
+from pudev.mirror.mirror_files import MirrorFiles
 
 UBUNTU_2204 = """\
 # See http://help.ubuntu.com/community/UpgradeNotes

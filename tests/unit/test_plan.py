@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from matrices import WriteMatrix
 
-from pudev.build.facts import ImageIdentity
-from pudev.build.labels import SourceInfo, build_labels, public_url, source_info
-from pudev.build.plan import BuildPlan, build_args
-from pudev.build.record import RECORD_ARG
+from pudev.building.facts import ImageIdentity
+from pudev.building.labels import SourceInfo, build_labels, public_url, source_info
+from pudev.building.plan import BuildPlan, build_args
+from pudev.building.record import RECORD_ARG
 from pudev.common.errors import PudevError
 from pudev.config.loader import load_matrix
 from pudev.config.model import Variant

@@ -7,7 +7,7 @@ import re
 from matrices import WriteMatrix
 
 from pudev.config.loader import load_matrix
-from pudev.config.table import variants_markdown, with_table
+from pudev.config.variant_table import variants_markdown, with_table
 from pudev.paths import REPO_ROOT, VARIANTS_FILE
 
 README = REPO_ROOT / "README.md"

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from matrices import WriteMatrix
 
-from pudev.build.facts import ImageIdentity, input_images
-from pudev.build.labels import SourceInfo
-from pudev.build.plan import BuildPlan
-from pudev.build.record import RECORD_ARG
+from pudev.building.facts import ImageIdentity, input_images
+from pudev.building.labels import SourceInfo
+from pudev.building.plan import BuildPlan
+from pudev.building.record import RECORD_ARG
 from pudev.config.loader import load_matrix
 from pudev.config.model import Toolkit, Variant
 from pudev.config.profiles import load_profile, profile_names

@@ -8,7 +8,7 @@ import json
 
 from ruamel.yaml import YAML
 
-from pudev.build.plan import local_tag
+from pudev.building.plan import local_tag
 from pudev.config.loader import load_matrix
 from pudev.paths import REPO_ROOT, VARIANTS_FILE
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pudev.build.plan import BuildPlan, local_tag
+from pudev.building.plan import BuildPlan, local_tag
 from pudev.cli.request import Request
 from pudev.common.errors import PudevError
 from pudev.config.model import Variant
@@ -16,14 +16,14 @@ from pudev.config.selection import Selected, resolve
 
 
 def _plans(request: Request, variants: Sequence[Variant]) -> list[BuildPlan]:
-    from pudev.build.planning import plan_builds
+    from pudev.building.planning import plan_builds
 
     flags = "".join(f" {override.source}" for override in request.selection.overrides)  # as typed
     return plan_builds(variants, request.build, profile=request.selection.profile, flags=flags)
 
 
 def cmd_variants(request: Request) -> int:
-    from pudev.config.table import variants_markdown, variants_table
+    from pudev.config.variant_table import variants_markdown, variants_table
 
     matrix = resolve(request.selection, require_names=False).matrix
     print(variants_markdown(matrix) if request.options.markdown else variants_table(matrix))
@@ -31,7 +31,7 @@ def cmd_variants(request: Request) -> int:
 
 
 def cmd_plan(request: Request) -> int:
-    from pudev.build.digests import FOR_PLAN, identify
+    from pudev.building.digests import FOR_PLAN, identify
 
     # The client is named as configured, never probed. An engine, where one answers, only fills in the
     # input digests it already knows; the note names those the build resolves after pulling.
@@ -45,7 +45,7 @@ def cmd_plan(request: Request) -> int:
 
 
 def cmd_build(request: Request) -> int:
-    from pudev.build.builder import run_build
+    from pudev.building.builder import run_build
 
     for plan in _plans(request, resolve(request.selection).variants):  # bad input fails before any build starts
         run_build(plan)
@@ -213,7 +213,7 @@ def cmd_pin(request: Request) -> int:
 
 
 def cmd_matrix(request: Request) -> int:
-    from pudev.build.cimatrix import matrix_json
+    from pudev.building.cimatrix import matrix_json
 
     selected = resolve(request.selection, require_names=False)
     # The whole matrix, or with --profile only the profile's variant (the workflow's cheap first run).
@@ -222,8 +222,8 @@ def cmd_matrix(request: Request) -> int:
 
 
 def cmd_bake(request: Request) -> int:
-    from pudev.build.bake import bake_json
-    from pudev.build.digests import FOR_BAKE, identify
+    from pudev.building.bake import bake_json
+    from pudev.building.digests import FOR_BAKE, identify
 
     selected = resolve(request.selection, require_names=False)
     # The whole matrix, or the profile's variant: each target is the plan `pudev build` would run.
@@ -263,7 +263,7 @@ def cmd_clean(request: Request) -> int:
 
 
 def cmd_standins(request: Request) -> int:
-    from pudev.build.cabundle import resolve_ca_bundle
+    from pudev.building.cabundle import resolve_ca_bundle
     from pudev.devtools.standins import build_standins
 
     for line in build_standins(resolve_ca_bundle(request.build.ca_bundle, disabled=request.build.no_ca_bundle)):
@@ -279,7 +279,7 @@ def cmd_profiles(request: Request) -> int:
 
 
 def cmd_lock(request: Request) -> int:
-    from pudev.config.table import with_table
+    from pudev.config.variant_table import with_table
     from pudev.devtools.locking import write_locks
     from pudev.paths import REPO_ROOT
 

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pudev.build.locks import lock_path
-from pudev.build.plan import local_tag
+from pudev.building.locks import lock_path
+from pudev.building.plan import local_tag
 from pudev.common.errors import PudevError
 from pudev.common.table import render_table
 from pudev.config.model import Variant

@@ -1,7 +1,7 @@
 """The image's own record of what it must contain (/etc/pudev/image.json).
 
 Written once at build time: the record as the host planned it (one JSON value,
-IMAGE_RECORD, from pudev.build.record: the variant, its inputs, the commit), plus
+IMAGE_RECORD, from pudev.building.record: the variant, its inputs, the commit), plus
 what only the build knows: each toolkit's path and host compiler, the user, the
 packages installed from the lock and those the base shipped. Read by the in-image
 tests and tools; what they do not read (every other variant field) stays in the

@@ -21,7 +21,7 @@ from pathlib import Path
 from pudev.common.errors import PudevError
 from pudev.mirror import switch
 from pudev.mirror.catalogue import MIRROR_CHOICES, NO_MIRROR
-from pudev.mirror.paths import MirrorFiles
+from pudev.mirror.mirror_files import MirrorFiles
 
 
 def _files(args: argparse.Namespace) -> MirrorFiles:

@@ -14,7 +14,7 @@ from pudev.common.errors import PudevError
 from pudev.mirror.apt import rewrite_deb822, rewrite_one_line, uses_host
 from pudev.mirror.catalogue import MIRRORS, NO_MIRROR, Mirror
 from pudev.mirror.config import RENDERERS, index_host, written_by_pudev
-from pudev.mirror.paths import MirrorFiles
+from pudev.mirror.mirror_files import MirrorFiles
 
 
 def lookup(name: str) -> Mirror | None:

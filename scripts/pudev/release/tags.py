@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pudev.build.labels import OCI
+from pudev.building.labels import OCI
 from pudev.common.errors import PudevError
 from pudev.engine import images
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pudev.build.labels import OCI, PUDEV
+from pudev.building.labels import OCI, PUDEV
 from pudev.engine import images
 from pudev.engine.layers import layer_history
 

@@ -14,8 +14,8 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pudev.build.facts import ImageIdentity, input_images
-from pudev.build.plan import BuildPlan
+from pudev.building.facts import ImageIdentity, input_images
+from pudev.building.plan import BuildPlan
 from pudev.common.errors import PudevError
 from pudev.common.imageref import parse_image_ref
 from pudev.engine import images

@@ -1,7 +1,7 @@
 """The images a build starts from, and what only the engine (or a registry) knows
 of them: their digests and the base's local id. A plan that lacks one holds its
 place with a Fact's placeholder, which `pudev plan` prints and `pudev build`
-fills in after pulling (build/digests.py): the command and the note about it are
+fills in after pulling (building/digests.py): the command and the note about it are
 both read from the one rendering, so they cannot drift apart."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from pudev.build.plan import BuildPlan, BuildSpec
+from pudev.building.plan import BuildPlan, BuildSpec
 from pudev.common.errors import PudevError
 from pudev.paths import REPO_ROOT
 

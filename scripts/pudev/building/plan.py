@@ -2,7 +2,7 @@
 the image record it hands the build. Pure: it reads no engine state, so `pudev
 plan` prints the same plan on every machine. What only the engine or a registry
 knows (the input images' digests) comes in as `images`, resolved by
-build/digests.py; where it is missing, the plan holds its place (build/facts.py)."""
+building/digests.py; where it is missing, the plan holds its place (building/facts.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pudev.build.facts import Fact, ImageIdentity, InputImage, every_fact, input_images
-from pudev.build.labels import SourceInfo, base_labels, build_labels
-from pudev.build.locks import lock_path
-from pudev.build.record import RECORD_ARG, planned_record, record_json
+from pudev.building.facts import Fact, ImageIdentity, InputImage, every_fact, input_images
+from pudev.building.labels import SourceInfo, base_labels, build_labels
+from pudev.building.locks import lock_path
+from pudev.building.record import RECORD_ARG, planned_record, record_json
 from pudev.config.model import Variant
 from pudev.paths import DOCKERFILE, REPO_ROOT
 

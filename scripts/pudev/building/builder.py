@@ -9,11 +9,11 @@ import sys
 import time
 from typing import TextIO
 
-from pudev.build.buildlock import build_lock
-from pudev.build.buildlog import find_failure
-from pudev.build.digests import already_inspected, identify
-from pudev.build.facts import input_images
-from pudev.build.plan import BuildPlan, cli_args
+from pudev.building.buildlog import find_failure
+from pudev.building.digests import already_inspected, identify
+from pudev.building.facts import input_images
+from pudev.building.mutex import build_mutex
+from pudev.building.plan import BuildPlan, cli_args
 from pudev.common.errors import PudevError
 from pudev.engine import builds, docker
 
@@ -34,7 +34,7 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
                          "rerun the build")
     buildkit_build = builds.BuildKitBuild(cli_args(spec))
     kept: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
-    with build_lock(plan.tag):
+    with build_mutex(plan.tag):
         replaced = docker.image_id(plan.tag)
         started = time.monotonic()
         try:

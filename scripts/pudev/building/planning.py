@@ -1,6 +1,6 @@
 """Plan assembly for `pudev plan`, `build` and `bake`: every lock checked and hashed,
 the CA bundle checked and the source read once, before anything runs. Pure: it
-asks nothing of Docker; the input images' digests are added by build/digests.py."""
+asks nothing of Docker; the input images' digests are added by building/digests.py."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pudev.build.cabundle import resolve_ca_bundle
-from pudev.build.labels import source_info
-from pudev.build.locks import require_lock
-from pudev.build.plan import BuildPlan
+from pudev.building.cabundle import resolve_ca_bundle
+from pudev.building.labels import source_info
+from pudev.building.locks import require_lock
+from pudev.building.plan import BuildPlan
 from pudev.config.model import Variant
 
 
