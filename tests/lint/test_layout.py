@@ -51,7 +51,7 @@ ENGINE_ONLY_NAMES = ("docker_cli", "docker_env", "require_buildkit")
 LAUNCHERS = ("subprocess", "os", "asyncio")
 # Planning reads the variant, the checkout and the CA bundle, never the engine or a registry: what
 # only those know (the input images' digests) is resolved in build/digests.py and passed in.
-PURE_BUILD_MODULES = ("plan", "planning", "labels", "bake", "cimatrix", "locks", "cabundle")
+PURE_BUILD_MODULES = ("plan", "planning", "labels", "bake", "cimatrix", "locks", "locklayers", "cabundle")
 IMPURE = ("pudev.engine", "pudev.registry", "pudev.build.digests", "pudev.build.builder")
 
 
