@@ -4,9 +4,12 @@ the base shipped (the in-image suite checks it is all still there, unchanged).
 
 `pudev lock` resolves against the base's packages where the base is available,
 so normally nothing differs; a lock made without the base (--without-base), or a
-base re-tagged since, is reported here and `pip check` after the install proves
+base re-tagged since, is reported here and `uv pip check` after the install proves
 the kept versions still satisfy everything.
-Usage: python3 lock-against-base.py LOCK INSTALL_LIST BASE_RECORD
+The packages install in layers, each from its slice of the lock: the first layer
+writes BASE_RECORD from what Python sees (the base alone, then), the later ones
+read it, since what the earlier layers installed is no longer the base's alone.
+Usage: python3 lock-against-base.py write|read LOCK INSTALL_LIST BASE_RECORD
 """
 
 import re
@@ -32,12 +35,25 @@ def blocks(text: str) -> list[list[str]]:
     return found
 
 
-def main() -> None:
-    lock, install, record = (Path(arg) for arg in sys.argv[1:4])
+def shipped_now() -> dict[str, tuple[str, str]]:
     shipped: dict[str, tuple[str, str]] = {}
     for dist in distributions():  # sys.path order: the first copy of a name is the one Python imports
         if dist.metadata["Name"]:
             shipped.setdefault(normalize(dist.metadata["Name"]), (dist.metadata["Name"], dist.version))
+    return shipped
+
+
+def shipped_as_recorded(record: Path) -> dict[str, tuple[str, str]]:
+    pins = (line.partition("==") for line in record.read_text().splitlines() if "==" in line)
+    return {normalize(name): (name, version) for name, _, version in pins}
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    lock, install, record = (Path(arg) for arg in sys.argv[2:5])
+    if mode not in ("write", "read"):
+        sys.exit(f"lock-against-base: the first argument is write or read, not {mode!r}")
+    shipped = shipped_now() if mode == "write" else shipped_as_recorded(record)
     kept, differ, wanted = [], [], []
     for block in blocks(lock.read_text(encoding="utf-8")):
         match = PIN.match(block[0])
@@ -50,9 +66,10 @@ def main() -> None:
                 differ.append(f"{name} {shipped[name][1]} (lock: {version})")
             continue
         wanted.append("\n".join(block))
-    install.write_text("\n".join(wanted) + "\n", encoding="utf-8")
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text("".join(f"{name}=={version}\n" for name, version in sorted(shipped.values())))
+    install.write_text("".join(f"{block}\n" for block in wanted), encoding="utf-8")  # empty: nothing to install
+    if mode == "write":
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text("".join(f"{name}=={version}\n" for name, version in sorted(shipped.values())))
     print(f"lock-against-base: {len(wanted)} packages to install; {len(kept)} the base already ships are kept")
     if differ:
         print(f"lock-against-base: the base's own versions win over the lock for {', '.join(differ)}; "

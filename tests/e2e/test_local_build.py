@@ -11,6 +11,8 @@ from xml.etree import ElementTree
 import pytest
 from e2e_support import LocalImage, Profiles, build_context_copy, lock_in, profile_variant, run_pudev
 
+from pudev.building.locklayers import layer_of, read_layers, read_pins
+from pudev.building.locks import layers_path
 from pudev.config.profiles import profile_names
 from pudev.engine import docker
 
@@ -72,21 +74,48 @@ def test_require_gpu_turns_gpu_skips_into_failures(profiles: Profiles, profile: 
     assert "PUDEV_REQUIRE_GPU=1 but no GPU visible" in result.stdout
 
 
+def _probe_build(root: Path) -> str:
+    """Build the profile `local` from a build-context copy under its own name; the log."""
+    try:
+        return run_pudev("build", "--profile", "local", "--set", f"image={CACHE_PROBE_IMAGE}",
+                         env={"PUDEV_ROOT": str(root)}, timeout=1800, check=True).stdout
+    finally:
+        docker.run(["rmi", f"{CACHE_PROBE_IMAGE}:{profile_variant('local').name}"], check=False)
+
+
+def _package_steps(log: str) -> dict[str, bool]:
+    """Each package layer's install step, by the slice it mounts: whether it came from the cache."""
+    steps = re.findall(r"^#(\d+) \[final\s+\d+/\d+\] RUN .*source=/layers/([\w-]+)\.txt.*install-layer\.sh",
+                       log, re.MULTILINE)
+    return {layer: f"#{step} CACHED" in log for step, layer in steps}
+
+
 def test_another_lock_leaves_this_build_cached(local_image: LocalImage, tmp_path: Path) -> None:
     # A build-context copy in which another lock is broken, built under its own name: this
-    # profile's package step must come from the cache (it would fail or rerun if it saw that lock).
+    # profile's package steps must come from the cache (they would fail or rerun if they saw that lock).
     root = build_context_copy(tmp_path)
     own = lock_in(root, "local")
     other = next(path for path in sorted(own.parent.glob("*.txt")) if path not in (own, own.parent / "build-tools.txt"))
     other.write_text(re.sub(r"^tqdm==\S+", "tqdm==99.0.0", other.read_text(), flags=re.MULTILINE))
-    try:
-        log = run_pudev("build", "--profile", "local", "--set", f"image={CACHE_PROBE_IMAGE}",
-                        env={"PUDEV_ROOT": str(root)}, timeout=1800, check=True).stdout
-    finally:
-        docker.run(["rmi", f"{CACHE_PROBE_IMAGE}:{profile_variant('local').name}"], check=False)
-    package_steps = re.findall(r"^#(\d+) \[final\s+\d+/\d+\] RUN .*uv pip install", log, re.MULTILINE)
-    assert len(package_steps) == 1, log[-3000:]
-    assert f"#{package_steps[0]} CACHED" in log, log[-3000:]
+    log = _probe_build(root)
+    layers = [layer.name for layer in read_layers(layers_path().read_text())]
+    assert _package_steps(log) == dict.fromkeys(layers, True), log[-3000:]
+
+
+def test_a_light_pins_edit_leaves_the_heavy_layers_cached(local_image: LocalImage, tmp_path: Path) -> None:
+    """The profile's own lock edited in the last layer's slice only (one package's hash lines reordered: a
+    real change of the lock's lines that needs no download): that layer is installed again, the earlier
+    ones come from the cache, since each install step mounts its own slice alone."""
+    root = build_context_copy(tmp_path)
+    own = lock_in(root, "local")
+    layers = read_layers(layers_path().read_text())
+    pins, _ = read_pins(own.read_text())
+    light = next(pin for pin in pins if layer_of(pin.name, layers) == layers[-1].name and pin.text.count("--hash") > 1)
+    first, *hashes = light.text.split(" \\\n")
+    edited = " \\\n".join([first, *reversed([line.rstrip(" \\") for line in hashes])])
+    own.write_text(own.read_text().replace(light.text, edited, 1))
+    log = _probe_build(root)
+    assert _package_steps(log) == {**{layer.name: True for layer in layers}, layers[-1].name: False}, log[-3000:]
 
 
 def test_manifests_of_the_two_lines_differ_where_they_should(profiles: Profiles, tmp_path: Path) -> None:

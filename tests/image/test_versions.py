@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import site
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,17 @@ def test_every_locked_package_is_installed_at_its_version(record: ImageRecord) -
     installed = _installed()
     wrong = {name: (want, installed.get(name)) for name, want in record.packages.items() if installed.get(name) != want}
     assert not wrong, f"locked vs installed: {wrong}"
+
+
+def test_nothing_but_the_lock_was_added(record: ImageRecord) -> None:
+    """The package layers, each installing its slice of the lock, together installed the lock (above)
+    and nothing else: every package in the environment's site directories is the lock's or the base's
+    (setuptools' vendored copies, on the path once it is imported, are not installed packages)."""
+    places = sorted({*site.getsitepackages(), *(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))})
+    found = {normalize(dist.metadata["Name"]) for dist in importlib.metadata.distributions(path=places)
+             if dist.metadata["Name"]}
+    extra = found - set(record.packages) - set(record.base_packages)
+    assert not extra, f"installed, but neither locked nor shipped by the base: {sorted(extra)}"
 
 
 def test_nothing_the_base_shipped_was_changed(record: ImageRecord) -> None:

@@ -25,6 +25,11 @@ def tools_lock_path() -> Path:
     return lock_dir() / "build-tools.txt"
 
 
+def layers_path() -> Path:
+    """Which packages each of the image's package layers installs (pudev.building.locklayers)."""
+    return REQUIREMENTS_DIR / "layers.txt"
+
+
 def require_lock(variant: Variant, *, profile: str = "", flags: str = "") -> Path:
     """The variant's lock, checked: present, a file, UTF-8, pins with hashes. `flags` are the
     overriding flags of this run, which the advised `pudev lock` must repeat to make this lock."""
