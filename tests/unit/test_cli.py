@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_support import fails as _fails
 from matrices import WriteMatrix, pinned
 
 from pudev.cli import main
@@ -30,15 +31,6 @@ esac
 """
 
 
-def _fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    code = main(argv)
-    captured = capsys.readouterr()
-    assert code != 0
-    assert "Traceback" not in captured.err
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("pudev: error: ")
-    return lines[0]
 
 
 @pytest.fixture
