@@ -17,10 +17,12 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from container_logs import LogWatch
 from e2e_support import LocalImage, Profiles, SuiteRun, run_pudev
+from podman_engine import RootlessPodman
 from realistic_registry import RealisticRegistry
 
 from pudev.engine import docker
@@ -89,6 +91,14 @@ def quiet_container_logs(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
     allowed = [re.compile(pattern) for marker in request.node.iter_markers("allow_log") for pattern in marker.args]
     watch = LogWatch(docker.run, allowed)
     monkeypatch.setattr(docker, "run", watch.run)
+    podman_run = RootlessPodman.run
+
+    def watched_podman_run(podman: RootlessPodman, *args: str, **options: Any) -> subprocess.CompletedProcess[str]:
+        result = podman_run(podman, *args, **options)
+        watch.after("podman", args, result)
+        return result
+
+    monkeypatch.setattr(RootlessPodman, "run", watched_podman_run)
     yield watch
     if watch.found:
         shown = "\n  ".join(watch.found[:20])

@@ -4,7 +4,9 @@ what a container printed fails the test that started it, unless the test allows 
 nobody reads today is tomorrow's bug report.
 
 What counts as the container's log: the output of `docker run` (attached), `docker exec` and
-`docker logs`, and the log of a container a test removes or stops (read just before it goes)."""
+`docker logs`, and the log of a container a test removes or stops (read just before it goes); the
+same commands through rootless podman (`podman_engine.py`); and what a test hands to `scan` itself:
+the streamed output of `pudev test`, the log of a container docker-compose started."""
 
 from __future__ import annotations
 
@@ -50,7 +52,8 @@ class LogWatch:
     allowed: list[re.Pattern[str]]
     found: list[str] = field(default_factory=list)
 
-    def _scan(self, origin: str, *texts: str | None) -> None:
+    def scan(self, origin: str, *texts: str | None) -> None:
+        """Keep the problem lines of output that reached the test some other way."""
         for text in texts:
             self.found += [f"{origin}: {line}" for line in problem_lines(text or "", self.allowed)]
 
@@ -59,9 +62,13 @@ class LogWatch:
             for name in _names(args):
                 log = self.real_run(["logs", name], check=False, timeout=60)
                 if log.returncode == 0:
-                    self._scan(f"log of {name}", log.stdout, log.stderr)
+                    self.scan(f"log of {name}", log.stdout, log.stderr)
         result = self.real_run(args, *pargs, **kwargs)
-        detached = args and args[0] == "run" and any(flag in args for flag in ("-d", "--detach"))
-        if args and args[0] in OUTPUT_COMMANDS and not detached:
-            self._scan(f"docker {' '.join(args[:1])}", result.stdout, result.stderr)
+        self.after("docker", args, result)
         return result
+
+    def after(self, engine: str, args: Sequence[str], result: subprocess.CompletedProcess[str]) -> None:
+        """Scan what another engine's command printed, when it is a container's own output."""
+        detached = any(flag in args for flag in ("-d", "--detach"))
+        if args and args[0] in OUTPUT_COMMANDS and not (args[0] == "run" and detached):
+            self.scan(f"{engine} {args[0]}", result.stdout, result.stderr)

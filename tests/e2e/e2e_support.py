@@ -85,5 +85,5 @@ class Profiles:
             junit = self.reports / f"image-suite-{profile}.xml"
             result = run_pudev("test", "--profile", profile, "--junit", str(junit), timeout=3600)
             self.suites[profile] = SuiteRun(returncode=result.returncode, junit=junit,
-                                            output=result.stdout[-8000:] + result.stderr[-3000:])
+                                            output=result.stdout + result.stderr)
         return self.suites[profile]

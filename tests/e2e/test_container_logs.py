@@ -58,3 +58,17 @@ def test_the_marker_allows_by_name(request: pytest.FixtureRequest) -> None:
     watch = LogWatch(RecordedEngine({"logs web": ("ERROR: kernel died", "")}), allowed)
     watch.run(["rm", "-f", "web"])
     assert watch.found == []
+
+
+def test_another_engines_runs_and_execs_are_scanned_but_not_its_detached_runs() -> None:
+    watch = LogWatch(RecordedEngine({}), [])
+    for args, out in ((("run", "--rm", "img"), "WARNING: a"), (("run", "-d", "img"), "WARNING: id"),
+                      (("exec", "c", "sh"), "ERROR b"), (("load",), "WARNING: c")):
+        watch.after("podman", args, subprocess.CompletedProcess(list(args), 0, out, ""))
+    assert watch.found == ["podman run: WARNING: a", "podman exec: ERROR b"]
+
+
+def test_output_handed_over_by_a_test_is_scanned() -> None:
+    watch = LogWatch(RecordedEngine({}), [re.compile("^WARNING: expected$")])
+    watch.scan("pudev test", "12 passed\nWARNING: expected\nCRITICAL: not expected")
+    assert watch.found == ["pudev test: CRITICAL: not expected"]

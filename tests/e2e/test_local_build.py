@@ -9,6 +9,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+from container_logs import LogWatch
 from e2e_support import LocalImage, Profiles, build_context_copy, lock_in, profile_variant, run_pudev
 
 from pudev.building.locklayers import layer_of, read_layers, read_pins
@@ -41,9 +42,11 @@ def test_the_image_records_the_variant_it_was_built_as(profiles: Profiles, profi
 
 
 @pytest.mark.parametrize("profile", PROFILES)
-def test_image_suite_passes_and_only_gpu_checks_skip(profiles: Profiles, profile: str) -> None:
+def test_image_suite_passes_and_only_gpu_checks_skip(profiles: Profiles, profile: str,
+                                                     quiet_container_logs: LogWatch) -> None:
     suite = profiles.suite(profile)
-    assert suite.returncode == 0, suite.output
+    assert suite.returncode == 0, suite.output[-11000:]
+    quiet_container_logs.scan("pudev test", suite.output)  # the container's output, streamed through pudev
     outcomes: dict[str, str] = {}
     for case in ElementTree.parse(suite.junit).getroot().iter("testcase"):
         name = f"{case.get('classname')}.{case.get('name')}"
