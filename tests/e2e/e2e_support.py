@@ -6,12 +6,15 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pudev.config.model import Variant
 from pudev.config.selection import Selection, resolve
 from pudev.engine import docker
+from pudev.engine.containers import TRACKED_LABEL
 from pudev.paths import REPO_ROOT
 
 PUDEV = [sys.executable, "-m", "pudev.cli"]
@@ -39,6 +42,17 @@ def run_pudev(*args: str, timeout: float = 3600, env: dict[str, str] | None = No
         raise AssertionError(f"pudev {' '.join(args)} exited {result.returncode}:\n{result.stdout[-4000:]}\n"
                              f"{result.stderr[-4000:]}")
     return result
+
+
+def run_removed(image: str, options: Sequence[str], command: Sequence[str], *, timeout: float = 120,
+                purpose: str = "e2e") -> subprocess.CompletedProcess[str]:
+    """`docker run --rm` of a tracked container that is removed even when it outlives `timeout`."""
+    name = f"pudev-{purpose}-{uuid.uuid4().hex[:10]}"
+    try:
+        return docker.run(["run", "--rm", "--name", name, "--label", f"{TRACKED_LABEL}=1", *options, image,
+                           *command], check=False, timeout=timeout)
+    finally:
+        docker.run(["rm", "-f", name], check=False, timeout=60)
 
 
 def build_context_copy(tmp_path: Path) -> Path:

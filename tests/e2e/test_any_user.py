@@ -10,15 +10,13 @@ import json
 import secrets
 import subprocess
 import time
-import uuid
 from collections.abc import Sequence
 
 import pytest
-from e2e_support import LocalImage
+from e2e_support import LocalImage, run_removed
 from jupyter_client_lite import JupyterServer, free_port
 
-from pudev.engine import docker
-from pudev.engine.containers import TRACKED_LABEL, TrackedContainer
+from pudev.engine.containers import TrackedContainer
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 HEALTH = "{{.State.Health.Status}}"
@@ -35,13 +33,7 @@ SUITE_RUNS = {
 
 def _run(image: LocalImage, options: Sequence[str], command: Sequence[str], *,
          timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`docker run --rm` that is removed even when it outlives `timeout`."""
-    name = f"pudev-anyuser-{uuid.uuid4().hex[:10]}"
-    try:
-        return docker.run(["run", "--rm", "--name", name, "--label", f"{TRACKED_LABEL}=1", *options, image.tag,
-                           *command], check=False, timeout=timeout)
-    finally:
-        docker.run(["rm", "-f", name], check=False, timeout=60)
+    return run_removed(image.tag, options, command, timeout=timeout, purpose="anyuser")
 
 
 @pytest.mark.parametrize("run", SUITE_RUNS)

@@ -34,11 +34,14 @@ def test_tini_is_pid_1() -> None:
 
 def test_default_user_cannot_write_outside_home_workspace_and_tmp(record: ImageRecord) -> None:
     """Everything this user can write, on the image's own filesystem, is under its home,
-    /workspace or a sticky world-writable temporary folder."""
+    /workspace, a sticky world-writable temporary folder, or the compiler cache and the
+    wheelhouse (volume mount points any uid must write; README "Extensions")."""
+    import os
     import subprocess
 
     home = pwd.getpwnam(record.user).pw_dir
-    allowed = (home, "/workspace", "/tmp", "/var/tmp", "/run/lock", "/var/lock", "/dev/shm")
+    volumes = (os.environ["CCACHE_DIR"], os.environ["PUDEV_WHEELHOUSE"])
+    allowed = (home, "/workspace", "/tmp", "/var/tmp", "/run/lock", "/var/lock", "/dev/shm", *volumes)
     # Bind mounts and volumes the container was started with are not the image's filesystem.
     mounts = {line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()} - {"/"}
     prune: list[str] = []

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pudev.config.loader import load_matrix
+from pudev.image.compilers.facts import CompileFacts
 from pudev.image.drivers import MINIMUM_DRIVER, judge_driver
 from pudev.image.verify import Check, arch_covered, evaluate, exit_code, render
 from pudev.image.verify_facts import Facts
@@ -19,11 +20,15 @@ CLUSTER_READY = NetworkFacts(verbs_library="libibverbs.so.1.14.44.0", verbs_prov
                              rdma_devices=["mlx5_0", "mlx5_1"],
                              uverbs_devices=["/dev/infiniband/uverbs0", "/dev/infiniband/uverbs1"],
                              ssh_client="OpenSSH_9.2p1")
+COMPILING = CompileFacts(cache_dir="/var/cache/pudev/ccache", cache_writable=True, ccache_version="4.14.2",
+                         cache_bytes=GIB, cache_max_bytes=10 * GIB, hits=9, misses=3, max_jobs="2", jobs_derived=True,
+                         cpus=2, memory_free=5 * GIB, memory_source="cgroup limit", cgroup_version="v1")
 HEALTHY = Facts(
     expected_cuda="12.1", torch_version="2.5.1+cu121", torch_cuda="12.1", cuda_available=True, device_count=1,
     driver="550.54.15", gpu_memory=[("NVIDIA H100", 70 * GIB, 80 * GIB)], cudnn_version=90100, cudnn_usable=True,
     nccl_version="2.21.5", cuda_home="/usr/local/cuda-12.1", toolkit_version="12.1", host_compiler="g++",
     host_compiler_major=11, toolkit_max_gcc=12, shm_bytes=8 * GIB, pinned_ok=True, network=CLUSTER_READY,
+    compile=COMPILING,
 )
 
 
@@ -222,3 +227,25 @@ def test_network_facts_from_a_filesystem(tmp_path: Path) -> None:
     assert facts.rdma_devices == ["mlx5_0"] and facts.uverbs_devices == [str(tmp_path / "dev/infiniband/uverbs0")]
     assert collect(tmp_path / "empty") == NetworkFacts()
     assert rdma_version("libibverbs.so.1.14.44.0") == "44.0" and rdma_version("libibverbs.so.1") == ""
+
+
+def test_the_compiler_cache_shows_where_how_full_and_its_hit_rate() -> None:
+    checks = _by_name(evaluate(HEALTHY))
+    assert checks["compiler cache"].detail == ("ccache 4.14.2 at /var/cache/pudev/ccache: 1.0 of 10.0 GiB, "
+                                               "hit rate 75% (9 of 12)")
+    assert checks["compile jobs"].detail == ("MAX_JOBS=2, derived: 2 CPU(s), 5.0 GiB free (cgroup limit, cgroup v1), "
+                                             "1.5 GiB per job")
+
+
+def test_an_unwritable_or_missing_cache_is_a_warning_with_the_fix() -> None:
+    unwritable = _by_name(evaluate(replace(HEALTHY, compile=replace(COMPILING, cache_writable=False))))
+    assert unwritable["compiler cache"].status == "warn"
+    assert "not writable" in unwritable["compiler cache"].detail and "-v pudev-ccache:" in unwritable[
+        "compiler cache"].fix
+    missing = _by_name(evaluate(replace(HEALTHY, compile=replace(COMPILING, ccache_version=""))))
+    assert missing["compiler cache"].status == "warn" and "ccache is missing" in missing["compiler cache"].detail
+
+
+def test_a_users_own_max_jobs_is_reported_as_theirs() -> None:
+    checks = _by_name(evaluate(replace(HEALTHY, compile=replace(COMPILING, max_jobs="16", jobs_derived=False))))
+    assert checks["compile jobs"].detail == "MAX_JOBS=16, set by you (pudev derives it when unset)"

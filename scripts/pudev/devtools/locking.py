@@ -64,6 +64,10 @@ def compile_lock(source: Path, target: Path, *, python: str, platform: str, cons
         constraint_file = Path(folder) / "base.txt"
         constraint_file.write_text("".join(f"{pin}\n" for pin in constraints))
         output = Path(folder) / "lock.txt"
+        if target.exists():
+            # uv keeps the pins already in its output file: adding a package adds it (and what it
+            # needs) without moving every other pin to today's release.
+            shutil.copyfile(target, output)
         command = [
             uv_command(), "pip", "compile", str(source),
             "--generate-hashes", "--quiet", "--python-version", python,
@@ -76,7 +80,8 @@ def compile_lock(source: Path, target: Path, *, python: str, platform: str, cons
         if result.returncode != 0:
             last = (result.stderr.strip().splitlines() or ["no output"])[-1]
             raise PudevError(f"locking {target.name} failed: {last}")
-        target.write_text(header + output.read_text())
+        # uv names the constraints file in its annotations: a temporary path, new on every run.
+        target.write_text(header + output.read_text().replace(str(constraint_file), "base-image-packages.txt"))
 
 
 def _group(variants: Iterable[Variant]) -> dict[str, list[Variant]]:

@@ -8,7 +8,7 @@ import sys
 
 from pudev.common.errors import PudevError
 
-TOOLS = {"verify": "verify", "gpumon": "gpumon", "bench": "bench.cli", "dist": "dist.cli"}
+TOOLS = {"verify": "verify", "gpumon": "gpumon", "bench": "bench.cli", "dist": "dist.cli", "wheel": "wheels.build"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
         from pudev.mirror.__main__ import main as mirror_main
 
         return mirror_main(argv[1:])
-    # Tools with their own options: verify, gpumon, bench, dist.
+    # Tools with their own options: verify, gpumon, bench, dist, wheel.
     if argv and argv[0] in TOOLS:
         module = importlib.import_module(f"pudev.image.{TOOLS[argv[0]]}")
         return int(module.main(argv[1:]))
@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("gpumon", help="live GPU monitor through NVML (pudev gpumon --help)")
     commands.add_parser("bench", help="the training-speed optimisation ladder (pudev bench --help)")
     commands.add_parser("dist", help="torchrun over processes and nodes: collectives, DDP, bandwidth")
+    commands.add_parser("wheel", help="build extension wheels for this image into the wheelhouse (pudev wheel --help)")
     args = parser.parse_args(argv)
     try:
         if args.command == "selftest":

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict, dataclass
 
 from pudev.common.table import render_table
+from pudev.image.compilers.facts import CompileFacts
+from pudev.image.compilers.parallelism import HOST_JOB_BYTES
 from pudev.image.cudaswitch import judge
 from pudev.image.drivers import judge_driver
 from pudev.image.verify_facts import Facts
@@ -181,6 +184,34 @@ def _network_checks(network: NetworkFacts) -> list[Check]:
     return checks
 
 
+CACHE_FIX = "mount a volume any user can write there: docker run -v pudev-ccache:/var/cache/pudev/ccache ..."
+
+
+def _compile_checks(compile: CompileFacts) -> list[Check]:
+    """The compiler cache and the compile jobs that fit this container (README "Extensions")."""
+    if not compile.ccache_version:
+        cache = Check("compiler cache", "warn", "ccache is missing: every extension build compiles from scratch",
+                      "use an image built by pudev (it ships /usr/local/bin/ccache)")
+    elif not compile.cache_writable:
+        cache = Check("compiler cache", "warn", f"{compile.cache_dir} is not writable by uid {os.getuid()}: "
+                                                "extensions compile uncached", CACHE_FIX)
+    else:
+        looked = compile.hits + compile.misses
+        rate = f"hit rate {100 * compile.hits / looked:.0f}% ({compile.hits} of {looked})" if looked else \
+            "no compiles yet"
+        size = f"{compile.cache_bytes / GIB:.1f} of {compile.cache_max_bytes / GIB:.1f} GiB"
+        cache = Check("compiler cache", "ok", f"ccache {compile.ccache_version} at {compile.cache_dir}: {size}, {rate}")
+    if compile.jobs_derived:
+        cgroup = f", cgroup {compile.cgroup_version}" if compile.cgroup_version else ""
+        memory = "memory unknown" if compile.memory_free is None else \
+            f"{compile.memory_free / GIB:.1f} GiB free ({compile.memory_source}{cgroup})"
+        detail = (f"MAX_JOBS={compile.max_jobs or '?'}, derived: {compile.cpus} CPU(s), {memory}, "
+                  f"{HOST_JOB_BYTES / GIB:.1f} GiB per job")
+    else:
+        detail = f"MAX_JOBS={compile.max_jobs}, set by you (pudev derives it when unset)"
+    return [cache, Check("compile jobs", "ok", detail)]
+
+
 def evaluate(facts: Facts, *, cpu_only: bool = False) -> list[Check]:
     """Every check, in the order the table shows them."""
     gpu = _gpu_checks(facts) + _arch_checks(facts) + _driver_checks(facts)
@@ -193,7 +224,7 @@ def evaluate(facts: Facts, *, cpu_only: bool = False) -> list[Check]:
         shm = Check("shared memory", "warn", f"/dev/shm is {shm_mib:.0f} MiB: large batches may not fit", SHM_FIX)
     else:
         shm = Check("shared memory", "ok", f"/dev/shm is {facts.shm_bytes / GIB:.1f} GiB")
-    return [*gpu, *_build_checks(facts), shm, *_network_checks(facts.network)]
+    return [*gpu, *_build_checks(facts), *_compile_checks(facts.compile), shm, *_network_checks(facts.network)]
 
 
 def exit_code(checks: list[Check]) -> int:

@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pudev.image.compilers.facts import CompileFacts
 from pudev.image.nvml import NvmlUnavailableError, PynvmlSource
 from pudev.image.record import gcc_major, load
 from pudev.image.verify_network import NetworkFacts
@@ -40,6 +41,7 @@ class Facts:
     pinned_ok: bool | None = None  # None: not tried (no GPU)
     pinned_error: str = ""
     network: NetworkFacts = field(default_factory=NetworkFacts)  # verbs libraries, RDMA devices, ssh
+    compile: CompileFacts = field(default_factory=CompileFacts)  # compiler cache, compile jobs
 
 
 def shm_size(path: str = "/dev/shm") -> int:
@@ -78,6 +80,7 @@ def collect() -> Facts:
     import torch
 
     from pudev.image import verify_network
+    from pudev.image.compilers import facts as compile_facts
 
     record = load()
     cuda_home = os.environ.get("CUDA_HOME", "")
@@ -95,7 +98,7 @@ def collect() -> Facts:
         cudnn_version=torch.backends.cudnn.version(), cuda_home=cuda_home, toolkit_version=active,
         host_compiler=compiler, host_compiler_major=compiler_major,
         toolkit_max_gcc=toolkit.max_gcc if toolkit else None, shm_bytes=shm_size(),
-        network=verify_network.collect(),
+        network=verify_network.collect(), compile=compile_facts.collect(),
     )
     try:
         facts.nccl_version = ".".join(map(str, torch.cuda.nccl.version())) if torch.distributed.is_nccl_available() \

@@ -1,0 +1,166 @@
+"""pudev-compile: every compiler a build starts passes through here on its way to ccache.
+
+How it is reached (docker/steps/setup-compilers.sh makes the links):
+  /opt/pudev/compilers/bin/{cc,gcc,c++,g++}   first on PATH: setup.py, pip, torch's ninja files on
+                                              every torch release, Makefiles, CMake's C and C++
+  /opt/pudev/compilers/nvcc                   PYTORCH_NVCC: torch's ninja files (2.4 onwards)
+                                              call the active toolkit's nvcc through it
+  pudev-compile COMPILER ARGS...              CMAKE_CUDA_COMPILER_LAUNCHER (and any launcher slot)
+
+What it adds on the way:
+  - nvcc's NVCC_PREPEND_FLAGS / NVCC_APPEND_FLAGS move onto the command line, so the cache
+    key holds them (-ccbin of the toolkit's host compiler, --threads, -gencode ...): ccache
+    does not read nvcc's environment, and would hand back objects built with other flags.
+  - nvcc's --threads (device compilations at once inside one job, which packages hard-code)
+    is capped to what the container's memory allows when pudev derived MAX_JOBS.
+  - The child's PATH loses the masquerade directory, so nvcc's own host-compiler calls go
+    straight to g++ and are not cached twice.
+  - A compile the OOM killer broke (the cgroup's oom_kill count rose) gets one line saying so, with the
+    container's limit.
+
+Runs under `python -S` (no site-packages, fast): standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+from pudev.image.compilers import cgroup, oom, parallelism
+
+HOME = "/opt/pudev/compilers"
+MASQUERADE = f"{HOME}/bin"
+CCACHE = "/usr/local/bin/ccache"
+LAUNCHER_NAME = "pudev-compile"
+THREAD_FLAGS = ("--threads", "-t")
+SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c", ".C")
+
+
+class LaunchError(Exception):
+    pass
+
+
+def _without_masquerade(path: str) -> str:
+    own = os.path.realpath(MASQUERADE)
+    return ":".join(entry for entry in path.split(":") if entry and os.path.realpath(entry) != own)
+
+
+def real_compiler(name: str, env: dict[str, str]) -> str:
+    """The compiler a masquerade name stands for: the active toolkit's nvcc, else the next on PATH."""
+    if name == "nvcc":
+        return os.path.join(env.get("CUDA_HOME") or "/usr/local/cuda", "bin", "nvcc")
+    found = shutil.which(name, path=_without_masquerade(env.get("PATH", "")))
+    if found is None:
+        raise LaunchError(f"no {name} on PATH besides pudev's compiler cache ({MASQUERADE})")
+    return found
+
+
+def split_command(argv: list[str], env: dict[str, str]) -> tuple[str, list[str]]:
+    """(compiler, its arguments) from how this was started: through a link, or as a launcher."""
+    invoked, rest = os.path.basename(argv[0]), argv[1:]
+    if invoked != LAUNCHER_NAME:
+        return real_compiler(invoked, env), rest
+    if not rest:
+        raise LaunchError(f"usage: {LAUNCHER_NAME} COMPILER [ARGS...]")
+    compiler, rest = rest[0], rest[1:]
+    if os.path.dirname(os.path.realpath(compiler)) in (os.path.realpath(MASQUERADE), os.path.realpath(HOME)):
+        compiler = real_compiler(os.path.basename(compiler), env)  # CMake found our own link
+    return compiler, rest
+
+
+def thread_count(args: list[str]) -> int | None:
+    """nvcc's --threads N / --threads=N / -t N, if given (0 means one per CPU)."""
+    for index, arg in enumerate(args):
+        if arg in THREAD_FLAGS and index + 1 < len(args) and args[index + 1].isdigit():
+            return int(args[index + 1])
+        for flag in THREAD_FLAGS:
+            if arg.startswith(flag + "=") and arg[len(flag) + 1:].isdigit():
+                return int(arg[len(flag) + 1:])
+    return None
+
+
+def with_threads(args: list[str], threads: int) -> list[str]:
+    """args with every thread-count flag set to `threads`."""
+    result, skip = [], False
+    for index, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg in THREAD_FLAGS and index + 1 < len(args) and args[index + 1].isdigit():
+            result += [arg, str(threads)]
+            skip = True
+        elif any(arg.startswith(flag + "=") and arg[len(flag) + 1:].isdigit() for flag in THREAD_FLAGS):
+            result.append(f"{arg.split('=', 1)[0]}={threads}")
+        else:
+            result.append(arg)
+    return result
+
+
+def nvcc_arguments(args: list[str], env: dict[str, str]) -> list[str]:
+    """nvcc's command line with its environment flags folded in and its threads capped."""
+    prepend = shlex.split(env.pop("NVCC_PREPEND_FLAGS", ""))
+    append = shlex.split(env.pop("NVCC_APPEND_FLAGS", ""))
+    user_threads = thread_count(prepend + append) is not None
+    full = [*prepend, *args, *append]
+    asked = thread_count(full)
+    if asked is None or user_threads or not parallelism.derived_by_us(env):
+        return full
+    jobs = int(env.get("MAX_JOBS") or 1)
+    allowed = parallelism.budget(env).nvcc_threads(jobs)
+    if asked == 0 or asked > allowed:
+        return with_threads(full, allowed)
+    return full
+
+
+def under_ccache() -> bool:
+    """Whether a ccache started us (CC="ccache gcc", CMAKE_CXX_COMPILER_LAUNCHER=ccache): cache once."""
+    try:
+        return os.path.basename(os.readlink(f"/proc/{os.getppid()}/exe")) == "ccache"
+    except OSError:
+        return False
+
+
+def cache_writable(env: dict[str, str]) -> bool:
+    """ccache fails the compile outright when it cannot write its cache (a read-only or root-owned
+    bind mount): then compile uncached rather than not at all (`pudev verify` says why)."""
+    directory = env.get("CCACHE_DIR") or os.path.join(env.get("HOME", "/"), ".cache", "ccache")
+    while not os.path.exists(directory):
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return False
+        directory = parent
+    return os.access(directory, os.W_OK | os.X_OK)
+
+
+def run(argv: list[str], env: dict[str, str]) -> int:
+    compiler, args = split_command(argv, env)
+    if os.path.basename(compiler) == "nvcc":
+        args = nvcc_arguments(args, env)
+    env["PATH"] = _without_masquerade(env.get("PATH", ""))
+    cached = os.access(CCACHE, os.X_OK) and cache_writable(env) and not under_ccache()
+    command = [CCACHE, compiler, *args] if cached else [compiler, *args]
+    base = cgroup.root(env)
+    kills_before = cgroup.oom_kills(base)
+    try:
+        code = subprocess.call(command, env=env)
+    except OSError as error:
+        raise LaunchError(f"cannot run {compiler}: {error.strerror}") from None
+    if code != 0:  # the OOM killer picks the biggest process: cc1plus or cicc, under g++'s or nvcc's driver
+        kills_after = cgroup.oom_kills(base)
+        if kills_before is not None and kills_after is not None and kills_after > kills_before:
+            sources = [arg for arg in args if arg.endswith(SOURCE_SUFFIXES)]
+            what = os.path.basename(compiler) + (f" compiling {os.path.basename(sources[-1])}" if sources else "")
+            print(oom.message(what, env), file=sys.stderr)
+    return 128 - code if code < 0 else code
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return run(argv, dict(os.environ))
+    except LaunchError as error:
+        print(f"{LAUNCHER_NAME}: error: {error}", file=sys.stderr)
+        return 2

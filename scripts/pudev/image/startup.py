@@ -1,0 +1,27 @@
+"""What every Python in the image does as it starts (pudev.pth imports this module): a writable
+HOME for any user id, MAX_JOBS that fits the container, a last line when the OOM killer stopped a
+build, and a one-line refusal of a wheel built for another torch. None of it may stop Python
+starting, and all of it is cheap: a few small file reads, no imports beyond the standard library."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pudev.image import home
+
+
+def startup() -> None:
+    home.startup()
+    try:
+        from pudev.image.compilers import oom, parallelism
+
+        parallelism.apply(os.environ)
+        argv = list(getattr(sys, "argv", []) or [])
+        oom.watch(os.environ, argv)
+        if any(arg.endswith(".whl") for arg in argv):
+            from pudev.image.wheels import guard
+
+            guard.refuse_foreign_wheels(argv)
+    except Exception:  # start-up must go on whatever happens here
+        return

@@ -1,0 +1,92 @@
+"""The compile workshop from outside (README "Extensions"): the compile jobs follow the limits
+`docker run --memory/--cpus` really sets (cgroup v1 on this host; tests/unit covers v2), a
+compiler the kernel's OOM killer stops gets one line naming the limit, and the compiler cache
+lives on in a named volume that any user id can write."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import uuid
+from collections.abc import Iterator, Sequence
+
+import pytest
+from e2e_support import LocalImage, run_removed
+
+from pudev.engine import docker
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+GIB = 1024**3
+PER_JOB_GIB = 1.5  # pudev.image.compilers.parallelism.HOST_JOB_BYTES
+PRINT_JOBS = ["python", "-c", "import os; print(os.environ['MAX_JOBS'], os.environ['CMAKE_BUILD_PARALLEL_LEVEL'])"]
+
+
+def _run(image: LocalImage, options: Sequence[str], command: Sequence[str], *,
+         timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return run_removed(image.tag, options, command, timeout=timeout, purpose="ext")
+
+
+def _cpus(image: LocalImage) -> int:
+    return int(_run(image, [], ["nproc"]).stdout.strip())
+
+
+@pytest.mark.parametrize(("memory", "cpus"), [("2g", "2"), ("4g", "1"), ("6g", "1.5")])
+@pytest.mark.parametrize("how", ["entrypoint", "uid 4242:4242, no entrypoint"])
+def test_compile_jobs_follow_the_containers_own_limits(local_image: LocalImage, memory: str, cpus: str,
+                                                       how: str) -> None:
+    options = ["--memory", memory, "--memory-swap", memory, "--cpus", cpus]
+    if how != "entrypoint":
+        options += ["--user", "4242:4242", "--entrypoint", ""]
+    shown = _run(local_image, options, PRINT_JOBS)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    jobs, cmake_level = (int(value) for value in shown.stdout.split())
+    verify = _run(local_image, options, ["pudev", "verify", "--json", "--cpu"])
+    facts = json.loads(verify.stdout)["facts"]["compile"]
+    assert facts["memory_source"] == "cgroup limit" and facts["cgroup_version"] in ("v1", "v2")
+    free = facts["memory_free"]
+    limit = int(memory.rstrip("g")) * GIB
+    assert limit - 512 * 1024**2 < free <= limit, "the container's own limit, less what runs in it, not the host's"
+    cpu_cap = min(_cpus(local_image), math.ceil(float(cpus)))  # the quota, within the CPUs the host gives
+    assert facts["cpus"] == cpu_cap
+    expected = max(1, min(cpu_cap, int(free // (PER_JOB_GIB * GIB))))
+    assert jobs == cmake_level == expected, facts
+
+
+@pytest.mark.allow_log(r"^Traceback \(most recent call last\):")  # setup.py's own, for the failed build
+def test_a_compiler_the_oom_killer_stops_is_named_in_one_line(local_image: LocalImage) -> None:
+    """One translation unit with torch's headers needs ~1.3 GiB: under a 1 GiB limit (python with
+    torch imported takes ~0.4 of it) the kernel kills cc1plus whatever MAX_JOBS says, and the build
+    says why as its last line, with the limit."""
+    build = ("cp -r /opt/pudev/tests/extension /tmp/ext && cd /tmp/ext && "
+             "TORCH_CUDA_ARCH_LIST=8.0 python setup.py build_ext --inplace")
+    result = _run(local_image, ["--memory", "1g", "--memory-swap", "1g"], ["bash", "-c", build], timeout=900)
+    assert result.returncode != 0
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("pudev: ")]
+    assert lines, (result.stdout + result.stderr)[-3000:]
+    assert lines[-1] == (result.stdout + result.stderr).strip().splitlines()[-1], "the build's very last line"
+    assert "killed for lack of memory: this container may use 1.0 GiB (cgroup" in lines[-1]
+    assert "MAX_JOBS=1" in lines[-1] and "docker run --memory" in lines[-1]
+
+
+@pytest.fixture
+def cache_volume() -> Iterator[str]:
+    name = f"pudev-e2e-ccache-{uuid.uuid4().hex[:8]}"
+    yield name
+    docker.run(["volume", "rm", "-f", name], check=False)
+
+
+def test_the_compiler_cache_lives_on_in_a_named_volume_any_uid_can_write(local_image: LocalImage,
+                                                                          cache_volume: str) -> None:
+    compile_twice = ("cd /tmp && printf 'int twice(int x) { return 2 * x; }\\n' > t.c && gcc -O2 -c t.c -o t.o && "
+                     "ccache --print-stats")
+    mount = ["-v", f"{cache_volume}:/var/cache/pudev/ccache"]
+    results = []
+    for options in (["--user", "4242:4242", "--entrypoint", ""], [], ["--user", "5151:0"]):
+        run = _run(local_image, [*mount, *options], ["bash", "-c", compile_twice])
+        assert run.returncode == 0, run.stderr[-2000:]
+        stats = dict(line.split("\t", 1) for line in run.stdout.splitlines() if "\t" in line)
+        hits = int(stats["direct_cache_hit"]) + int(stats["preprocessed_cache_hit"])
+        results.append((int(stats["cache_miss"]), hits))
+    # The first container (an arbitrary uid) fills the fresh volume; every later one, any uid, hits.
+    assert results == [(1, 0), (1, 1), (1, 2)]

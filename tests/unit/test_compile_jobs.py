@@ -1,0 +1,182 @@
+"""The compile jobs that fit a container, read from made-up cgroup trees (v1 and v2), and the
+launcher's handling of nvcc's flags: no Docker needed (tests/image checks the real cgroup)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pudev.image.compilers import cgroup, launcher, oom, parallelism
+
+GIB = 1024**3
+
+
+def v2_tree(root: Path, *, memory_max: str = "max", current: int = 0, file_cache: int = 0,
+            cpu_max: str = "max 100000", oom_kill: int = 0) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "cgroup.controllers").write_text("cpu memory\n")
+    (root / "memory.max").write_text(f"{memory_max}\n")
+    (root / "memory.current").write_text(f"{current}\n")
+    (root / "memory.stat").write_text(f"anon {current - file_cache}\nfile {file_cache}\n")
+    (root / "cpu.max").write_text(f"{cpu_max}\n")
+    (root / "memory.events").write_text(f"low 0\nhigh 0\nmax 3\noom 1\noom_kill {oom_kill}\n")
+    return root
+
+
+def v1_tree(root: Path, *, limit: int = 9223372036854771712, usage: int = 0, cache: int = 0, quota: int = -1,
+            period: int = 100000, oom_kill: int = 0) -> Path:
+    memory, cpu = root / "memory", root / "cpu,cpuacct"
+    memory.mkdir(parents=True, exist_ok=True)
+    cpu.mkdir(parents=True, exist_ok=True)
+    (memory / "memory.limit_in_bytes").write_text(f"{limit}\n")
+    (memory / "memory.usage_in_bytes").write_text(f"{usage}\n")
+    (memory / "memory.stat").write_text(f"cache {cache}\nrss 1\ntotal_cache {cache}\n")
+    (memory / "memory.oom_control").write_text(f"oom_kill_disable 0\nunder_oom 0\noom_kill {oom_kill}\n")
+    (cpu / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+    (cpu / "cpu.cfs_period_us").write_text(f"{period}\n")
+    return root
+
+
+@pytest.fixture
+def many_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 16-CPU host with plenty of free memory, whatever machine runs the tests."""
+    monkeypatch.setattr(cgroup, "usable_cpus", lambda: 16)
+    monkeypatch.setattr(cgroup, "host_memory_available", lambda: 120 * GIB)
+
+
+@pytest.mark.usefixtures("many_cpus")
+@pytest.mark.parametrize("make", [v1_tree, v2_tree])
+def test_no_limits_means_one_job_per_cpu(tmp_path: Path, make: object) -> None:
+    root = make(tmp_path)  # type: ignore[operator]
+    assert parallelism.budget({"PUDEV_CGROUP_ROOT": str(root)}).max_jobs == 16
+
+
+@pytest.mark.usefixtures("many_cpus")
+@pytest.mark.parametrize(("limit_gib", "in_use_gib", "jobs"), [(3, 0, 2), (3, 1, 1), (8, 0, 5), (64, 0, 16),
+                                                                (1, 0, 1)])
+def test_memory_limit_caps_jobs_at_the_measured_figure_per_job(tmp_path: Path, limit_gib: int, in_use_gib: int,
+                                                               jobs: int) -> None:
+    for root in (v1_tree(tmp_path / "v1", limit=limit_gib * GIB, usage=in_use_gib * GIB + GIB, cache=GIB),
+                 v2_tree(tmp_path / "v2", memory_max=str(limit_gib * GIB), current=in_use_gib * GIB + GIB,
+                         file_cache=GIB)):
+        budget = parallelism.budget({"PUDEV_CGROUP_ROOT": str(root)})
+        assert budget.max_jobs == jobs == max(1, min(16, (limit_gib - in_use_gib) * GIB // parallelism.HOST_JOB_BYTES))
+        assert budget.memory_source == "cgroup limit"
+
+
+@pytest.mark.usefixtures("many_cpus")
+def test_a_cpu_quota_caps_jobs_like_docker_run_cpus(tmp_path: Path) -> None:
+    assert parallelism.budget({"PUDEV_CGROUP_ROOT": str(v2_tree(tmp_path / "a", cpu_max="250000 100000"))}).cpus == 3
+    assert parallelism.budget({"PUDEV_CGROUP_ROOT": str(v1_tree(tmp_path / "b", quota=150000))}).max_jobs == 2
+
+
+@pytest.mark.usefixtures("many_cpus")
+def test_max_jobs_is_set_unless_the_user_chose_one(tmp_path: Path) -> None:
+    root = str(v1_tree(tmp_path, limit=3 * GIB))
+    env = {"PUDEV_CGROUP_ROOT": root}
+    parallelism.apply(env)
+    assert env["MAX_JOBS"] == env["CMAKE_BUILD_PARALLEL_LEVEL"] == "2"
+    # A child process in a container whose memory is now in use derives it again.
+    (tmp_path / "memory" / "memory.usage_in_bytes").write_text(f"{2 * GIB}\n")
+    parallelism.apply(env)
+    assert env["MAX_JOBS"] == "1"
+    users = {"PUDEV_CGROUP_ROOT": root, "MAX_JOBS": "12", "CMAKE_BUILD_PARALLEL_LEVEL": "7"}
+    parallelism.apply(users)
+    assert users["MAX_JOBS"] == "12" and users["CMAKE_BUILD_PARALLEL_LEVEL"] == "7"
+
+
+def test_nvcc_flags_from_the_environment_move_onto_the_command_line() -> None:
+    env = {"NVCC_PREPEND_FLAGS": "-ccbin g++-11", "NVCC_APPEND_FLAGS": "-gencode arch=compute_90,code=sm_90",
+           "MAX_JOBS": "3"}
+    args = launcher.nvcc_arguments(["-c", "k.cu", "-o", "k.o"], env)
+    assert args == ["-ccbin", "g++-11", "-c", "k.cu", "-o", "k.o", "-gencode", "arch=compute_90,code=sm_90"]
+    assert "NVCC_PREPEND_FLAGS" not in env and "NVCC_APPEND_FLAGS" not in env  # ccache now hashes them
+
+
+@pytest.mark.usefixtures("many_cpus")
+@pytest.mark.parametrize(("flags", "expected"), [(["--threads", "4"], ["--threads", "1"]),
+                                                 (["--threads=8"], ["--threads=1"]), (["-t", "0"], ["-t", "1"]),
+                                                 (["--threads", "1"], ["--threads", "1"])])
+def test_a_packages_own_nvcc_threads_are_capped_to_the_memory(tmp_path: Path, flags: list[str],
+                                                              expected: list[str]) -> None:
+    root = str(v1_tree(tmp_path, limit=3 * GIB))
+    env = {"PUDEV_CGROUP_ROOT": root}
+    parallelism.apply(env)  # MAX_JOBS=2: 1.5 GiB each, room for one device compilation per job
+    assert launcher.nvcc_arguments(["-c", "k.cu", *flags], dict(env)) == ["-c", "k.cu", *expected]
+
+
+@pytest.mark.usefixtures("many_cpus")
+def test_threads_the_user_chose_are_left_alone(tmp_path: Path) -> None:
+    root = str(v1_tree(tmp_path, limit=3 * GIB))
+    derived = {"PUDEV_CGROUP_ROOT": root}
+    parallelism.apply(derived)
+    own_flag = {**derived, "NVCC_APPEND_FLAGS": "--threads 4"}
+    assert launcher.nvcc_arguments(["-c", "k.cu"], own_flag)[-2:] == ["--threads", "4"]
+    own_jobs = {"PUDEV_CGROUP_ROOT": root, "MAX_JOBS": "2"}
+    assert launcher.nvcc_arguments(["-c", "k.cu", "--threads", "4"], own_jobs)[-2:] == ["--threads", "4"]
+
+
+def test_the_masquerade_names_their_real_compiler_and_the_launcher_takes_one(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    real = tmp_path / "usr-bin"
+    real.mkdir()
+    (real / "g++").write_text("#!/bin/sh\n")
+    (real / "g++").chmod(0o755)
+    monkeypatch.setattr(launcher, "MASQUERADE", str(tmp_path / "masq"))
+    env = {"PATH": f"{tmp_path / 'masq'}:{real}", "CUDA_HOME": "/usr/local/cuda-12.4"}
+    assert launcher.split_command([str(tmp_path / "masq" / "g++"), "-c", "a.cpp"], env) == (str(real / "g++"),
+                                                                                          ["-c", "a.cpp"])
+    assert launcher.split_command(["/opt/pudev/compilers/nvcc", "-c", "k.cu"], env) == (
+        "/usr/local/cuda-12.4/bin/nvcc", ["-c", "k.cu"])
+    assert launcher.split_command(["pudev-compile", "/usr/local/cuda-13.2/bin/nvcc", "-c", "k.cu"], env) == (
+        "/usr/local/cuda-13.2/bin/nvcc", ["-c", "k.cu"])
+    with pytest.raises(launcher.LaunchError, match="no clang"):
+        launcher.split_command([str(tmp_path / "masq" / "clang")], env)
+
+
+def test_an_unwritable_cache_compiles_uncached(tmp_path: Path) -> None:
+    (tmp_path / "ro").mkdir(mode=0o555)
+    writable = {"CCACHE_DIR": str(tmp_path / "rw" / "ccache")}
+    assert launcher.cache_writable(writable)  # ccache makes it
+    if os.getuid() != 0:  # root may write anywhere
+        assert not launcher.cache_writable({"CCACHE_DIR": str(tmp_path / "ro" / "ccache")})
+
+
+def test_the_oom_line_names_the_limit_and_what_ran(tmp_path: Path) -> None:
+    env = {"PUDEV_CGROUP_ROOT": str(v1_tree(tmp_path, limit=3 * GIB)), "MAX_JOBS": "2",
+           parallelism.DERIVED_MARK: "2"}
+    line = oom.message("a compiler", env)
+    assert "\n" not in line
+    assert line.startswith("pudev: a compiler was killed for lack of memory: this container may use 3.0 GiB "
+                           "(cgroup v1 memory limit), MAX_JOBS=2 (derived by pudev)")
+    assert "MAX_JOBS=1" in line and "docker run --memory" in line
+
+
+def test_a_build_front_end_reports_oom_kills_at_exit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    root = v2_tree(tmp_path, memory_max=str(3 * GIB), oom_kill=4)
+    registered: list[Callable[[], None]] = []
+    monkeypatch.setattr("atexit.register", registered.append)
+    env = {"PUDEV_CGROUP_ROOT": str(root)}
+    oom.watch(env, ["/usr/bin/python3", "train.py"])
+    assert not registered, "not a build: no watch"
+    oom.watch(env, ["-m", "install", "flash-attn"])
+    assert len(registered) == 1 and env[oom.WATCH_MARK] == "1"
+    oom.watch(env, ["/usr/local/bin/pip", "install", "x"])
+    assert len(registered) == 1, "a child front end leaves it to the outermost"
+    registered[0]()
+    assert capsys.readouterr().err == ""
+    (root / "memory.events").write_text("oom_kill 6\n")
+    registered[0]()
+    assert capsys.readouterr().err.startswith("pudev: 2 processes (compilers, most likely) were killed for lack")
+
+
+def test_the_oom_line_says_when_ninja_chose_the_jobs(tmp_path: Path) -> None:
+    line = oom.message("nvcc compiling attention_cuda_bwd.cu", {"PUDEV_CGROUP_ROOT": str(v2_tree(
+        tmp_path, memory_max=str(3 * GIB)))})
+    assert line.startswith("pudev: nvcc compiling attention_cuda_bwd.cu was killed for lack of memory: this "
+                           "container may use 3.0 GiB (cgroup v2 memory limit), MAX_JOBS unset (ninja runs one job "
+                           "per CPU + 2); build with fewer jobs")
