@@ -13,7 +13,7 @@ export PUDEV_DOCKER := $(DOCKER)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help venv host-setup build-all build-local test test-local lint unit e2e lock standins bench-build clean
+.PHONY: help venv host-setup build-all build-local test test-local lint unit e2e lock standins bench-build bench-ext clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -67,6 +67,11 @@ bench-build: venv host-setup standins ## time cold and incremental builds of eve
 	@for profile in $$($(PUDEV) profiles); do \
 		$(PUDEV) bench-build --profile $$profile --out reports/bench-build-$$profile.json \
 			$(if $(COMPARE),--compare $(COMPARE)/bench-build-$$profile.json) || exit 1; done
+
+bench-ext: venv host-setup standins ## compile a real CUDA extension in each profile's image (reports/bench-ext-*.json)
+	@for profile in $$($(PUDEV) profiles); do \
+		$(PUDEV) build --profile $$profile && \
+		$(PUDEV) bench-ext --profile $$profile --out reports/bench-ext-$$profile.json || exit 1; done
 
 clean: ## remove the virtual environment and the locally built images (keeps stand-ins)
 	-$(PUDEV) clean 2>/dev/null

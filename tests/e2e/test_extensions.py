@@ -18,7 +18,7 @@ from pudev.engine import docker
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 GIB = 1024**3
-PER_JOB_GIB = 1.5  # pudev.image.compilers.parallelism.HOST_JOB_BYTES
+JOB_GIB, FRONT_END_GIB = 3.25, 0.5  # pudev.image.compilers.parallelism: JOB_BYTES, FRONT_END_BYTES
 PRINT_JOBS = ["python", "-c", "import os; print(os.environ['MAX_JOBS'], os.environ['CMAKE_BUILD_PARALLEL_LEVEL'])"]
 
 
@@ -31,7 +31,7 @@ def _cpus(image: LocalImage) -> int:
     return int(_run(image, [], ["nproc"]).stdout.strip())
 
 
-@pytest.mark.parametrize(("memory", "cpus"), [("2g", "2"), ("4g", "1"), ("6g", "1.5")])
+@pytest.mark.parametrize(("memory", "cpus"), [("3g", "2"), ("8g", "1"), ("8g", "1.5")])
 @pytest.mark.parametrize("how", ["entrypoint", "uid 4242:4242, no entrypoint"])
 def test_compile_jobs_follow_the_containers_own_limits(local_image: LocalImage, memory: str, cpus: str,
                                                        how: str) -> None:
@@ -49,7 +49,8 @@ def test_compile_jobs_follow_the_containers_own_limits(local_image: LocalImage, 
     assert limit - 512 * 1024**2 < free <= limit, "the container's own limit, less what runs in it, not the host's"
     cpu_cap = min(_cpus(local_image), math.ceil(float(cpus)))  # the quota, within the CPUs the host gives
     assert facts["cpus"] == cpu_cap
-    expected = max(1, min(cpu_cap, int(free // (PER_JOB_GIB * GIB))))
+    expected = max(1, min(cpu_cap, int((free - FRONT_END_GIB * GIB) // (JOB_GIB * GIB))))
+    assert expected == (1 if memory == "3g" or cpus == "1" else 2)  # each limit really decides
     assert jobs == cmake_level == expected, facts
 
 

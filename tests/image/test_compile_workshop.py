@@ -123,6 +123,33 @@ def test_torch_jit_load_compiles_through_the_cache(cache_env: dict[str, str], tm
     assert outputs == [("5", {"hits": 0, "misses": 2}), ("5", {"hits": 2, "misses": 0})]
 
 
+CMAKE_LISTS = """
+cmake_minimum_required(VERSION 3.18)
+project(probe LANGUAGES CXX CUDA)
+set(CMAKE_CUDA_ARCHITECTURES 80)
+add_library(probe SHARED src/host.cpp src/kernel.cu)
+"""
+
+
+def test_cmake_builds_compile_through_the_cache(cache_env: dict[str, str], tmp_path: Path) -> None:
+    """C and C++ through the compilers on PATH, CUDA through CMAKE_CUDA_COMPILER_LAUNCHER: a second
+    configure-and-build in another directory compiles nothing (CMake's own compiler checks included)."""
+    results = []
+    for name in ("one", "two"):
+        root = probe_sources(tmp_path / name)
+        (root / "src" / "host.cpp").write_text("int pudev_host_add(int a, int b) { return a + b; }\n")
+        (root / "CMakeLists.txt").write_text(CMAKE_LISTS)
+        before = stats(cache_env)
+        for step in (["cmake", "-S", str(root), "-B", str(root / "build"), "-G", "Ninja"],
+                     ["cmake", "--build", str(root / "build")]):
+            run = subprocess.run(step, env=cache_env, capture_output=True, text=True, timeout=900, check=False)
+            assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        results.append(delta(before, stats(cache_env)))
+    first, second = results
+    assert first["misses"] >= 2 and first["hits"] == 0, first
+    assert second == {"hits": first["misses"], "misses": 0}, results
+
+
 def test_the_cache_never_hands_one_toolkits_object_to_another(record: ImageRecord, cache_env: dict[str, str],
                                                               tmp_path: Path) -> None:
     source = tmp_path / "kernel.cu"
@@ -161,7 +188,7 @@ def fake_cgroup(root: Path, *, memory: int, cpus: int) -> Path:
 
 
 @pytest.mark.anyuser
-@pytest.mark.parametrize(("memory_gib", "cpus", "jobs"), [(3, 8, 2), (1, 8, 1), (64, 3, 3)])
+@pytest.mark.parametrize(("memory_gib", "cpus", "jobs"), [(8, 8, 2), (3, 8, 1), (64, 3, 3)])
 def test_every_python_derives_max_jobs_from_the_cgroup(tmp_path: Path, memory_gib: int, cpus: int,
                                                        jobs: int) -> None:
     root = fake_cgroup(tmp_path / "cgroup", memory=memory_gib * GIB, cpus=cpus)

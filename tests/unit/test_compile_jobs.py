@@ -55,15 +55,16 @@ def test_no_limits_means_one_job_per_cpu(tmp_path: Path, make: object) -> None:
 
 
 @pytest.mark.usefixtures("many_cpus")
-@pytest.mark.parametrize(("limit_gib", "in_use_gib", "jobs"), [(3, 0, 2), (3, 1, 1), (8, 0, 5), (64, 0, 16),
-                                                                (1, 0, 1)])
+@pytest.mark.parametrize(("limit_gib", "in_use_gib", "jobs"), [(3, 0, 1), (8, 0, 2), (14, 2, 3), (64, 0, 16),
+                                                                (1, 0, 1), (8, 5, 1)])
 def test_memory_limit_caps_jobs_at_the_measured_figure_per_job(tmp_path: Path, limit_gib: int, in_use_gib: int,
                                                                jobs: int) -> None:
     for root in (v1_tree(tmp_path / "v1", limit=limit_gib * GIB, usage=in_use_gib * GIB + GIB, cache=GIB),
                  v2_tree(tmp_path / "v2", memory_max=str(limit_gib * GIB), current=in_use_gib * GIB + GIB,
                          file_cache=GIB)):
         budget = parallelism.budget({"PUDEV_CGROUP_ROOT": str(root)})
-        assert budget.max_jobs == jobs == max(1, min(16, (limit_gib - in_use_gib) * GIB // parallelism.HOST_JOB_BYTES))
+        free = (limit_gib - in_use_gib) * GIB - parallelism.FRONT_END_BYTES
+        assert budget.max_jobs == jobs == max(1, min(16, free // parallelism.JOB_BYTES))
         assert budget.memory_source == "cgroup limit"
 
 
@@ -75,12 +76,12 @@ def test_a_cpu_quota_caps_jobs_like_docker_run_cpus(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("many_cpus")
 def test_max_jobs_is_set_unless_the_user_chose_one(tmp_path: Path) -> None:
-    root = str(v1_tree(tmp_path, limit=3 * GIB))
+    root = str(v1_tree(tmp_path, limit=8 * GIB))
     env = {"PUDEV_CGROUP_ROOT": root}
     parallelism.apply(env)
     assert env["MAX_JOBS"] == env["CMAKE_BUILD_PARALLEL_LEVEL"] == "2"
     # A child process in a container whose memory is now in use derives it again.
-    (tmp_path / "memory" / "memory.usage_in_bytes").write_text(f"{2 * GIB}\n")
+    (tmp_path / "memory" / "memory.usage_in_bytes").write_text(f"{5 * GIB}\n")
     parallelism.apply(env)
     assert env["MAX_JOBS"] == "1"
     users = {"PUDEV_CGROUP_ROOT": root, "MAX_JOBS": "12", "CMAKE_BUILD_PARALLEL_LEVEL": "7"}
@@ -104,7 +105,7 @@ def test_a_packages_own_nvcc_threads_are_capped_to_the_memory(tmp_path: Path, fl
                                                               expected: list[str]) -> None:
     root = str(v1_tree(tmp_path, limit=3 * GIB))
     env = {"PUDEV_CGROUP_ROOT": root}
-    parallelism.apply(env)  # MAX_JOBS=2: 1.5 GiB each, room for one device compilation per job
+    parallelism.apply(env)  # MAX_JOBS=1, with room for one device compilation
     assert launcher.nvcc_arguments(["-c", "k.cu", *flags], dict(env)) == ["-c", "k.cu", *expected]
 
 

@@ -252,6 +252,25 @@ def cmd_bench_build(request: Request) -> int:
     return 0
 
 
+def cmd_bench_ext(request: Request) -> int:
+    import dataclasses
+
+    from pudev.devtools.benchext import bench_ext
+    from pudev.engine import docker
+
+    selection = request.selection
+    if not selection.profile and not selection.names:
+        selection = dataclasses.replace(selection, profile="local")
+    (variant,) = resolve(selection).variants
+    image = local_tag(variant)
+    if docker.image_id(image) is None:
+        raise PudevError(f"no image {image} here: build it first (pudev build --profile {selection.profile})")
+    parts = request.options.part or ["speed", "memory"]
+    print(bench_ext(Path(request.options.out), image, selection.profile or variant.name, parts))
+    print(f"wrote {request.options.out}")
+    return 0
+
+
 def cmd_clean(request: Request) -> int:
     from pudev.engine import docker
 
@@ -305,6 +324,7 @@ HANDLERS = {
     "variants": cmd_variants, "plan": cmd_plan, "build": cmd_build, "test": cmd_test, "tags": cmd_tags,
     "manifest": cmd_manifest, "push": cmd_push, "promote": cmd_promote, "sbom": cmd_sbom, "pin": cmd_pin,
     "matrix": cmd_matrix, "bake": cmd_bake,
-    "bench-build": cmd_bench_build, "clean": cmd_clean, "standins": cmd_standins, "profiles": cmd_profiles,
+    "bench-build": cmd_bench_build, "bench-ext": cmd_bench_ext,
+    "clean": cmd_clean, "standins": cmd_standins, "profiles": cmd_profiles,
     "lock": cmd_lock,
 }

@@ -106,6 +106,11 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     bench = command("bench-build", "measure cold and incremental stand-in builds", names="")
     bench.add_argument("--out", default="reports/bench-build.json", metavar="PATH", help="JSON result")
     bench.add_argument("--compare", default="", metavar="PATH", help="an earlier JSON result to compare with")
+    bench_ext = command("bench-ext", "compile a real CUDA extension in the built image: cold, warm cache, "
+                                     "wheelhouse, and under a memory cap", names="")
+    bench_ext.add_argument("--out", default="reports/bench-ext.json", metavar="PATH", help="JSON result")
+    bench_ext.add_argument("--part", action="append", choices=["speed", "memory"], default=[],
+                           help="speed (cold, warm cache, wheelhouse) and/or memory (under a cap); default: both")
     command("clean", "remove the locally built variant tags", names="")
     command("standins", "build the stand-in images (idempotent)", names="", uses=frozenset({CA}))
     command("profiles", "list the stand-in profiles (docker/standins/standins.toml)", names="", uses=frozenset())

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 from pudev.common.table import render_table
 from pudev.image.compilers.facts import CompileFacts
-from pudev.image.compilers.parallelism import HOST_JOB_BYTES
+from pudev.image.compilers.parallelism import JOB_BYTES
 from pudev.image.cudaswitch import judge
 from pudev.image.drivers import judge_driver
 from pudev.image.verify_facts import Facts
@@ -206,7 +206,7 @@ def _compile_checks(compile: CompileFacts) -> list[Check]:
         memory = "memory unknown" if compile.memory_free is None else \
             f"{compile.memory_free / GIB:.1f} GiB free ({compile.memory_source}{cgroup})"
         detail = (f"MAX_JOBS={compile.max_jobs or '?'}, derived: {compile.cpus} CPU(s), {memory}, "
-                  f"{HOST_JOB_BYTES / GIB:.1f} GiB per job")
+                  f"{JOB_BYTES / GIB:.2f} GiB per job")
     else:
         detail = f"MAX_JOBS={compile.max_jobs}, set by you (pudev derives it when unset)"
     return [cache, Check("compile jobs", "ok", detail)]

@@ -23,11 +23,14 @@ Runs under `python -S` (no site-packages, fast): standard library only.
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 import shlex
 import shutil
 import subprocess
 import sys
+import time
 
 from pudev.image.compilers import cgroup, oom, parallelism
 
@@ -135,6 +138,20 @@ def cache_writable(env: dict[str, str]) -> bool:
     return os.access(directory, os.W_OK | os.X_OK)
 
 
+def _log_compile(path: str, compiler: str, args: list[str], code: int, seconds: float) -> None:
+    """One JSON line per compile (PUDEV_COMPILE_LOG): how the per-job memory figure is measured. The peak is
+    the largest single process under this one (cc1plus, cicc, ptxas), from the kernel's own accounting."""
+    sources = [arg for arg in args if arg.endswith(SOURCE_SUFFIXES)]
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    entry = {"compiler": os.path.basename(compiler), "source": os.path.basename(sources[-1]) if sources else "",
+             "exit": code, "seconds": round(seconds, 2), "peak_bytes": peak}
+    try:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry) + "\n")
+    except OSError:
+        pass  # a measurement aid: never a reason to fail a compile
+
+
 def run(argv: list[str], env: dict[str, str]) -> int:
     compiler, args = split_command(argv, env)
     if os.path.basename(compiler) == "nvcc":
@@ -144,10 +161,13 @@ def run(argv: list[str], env: dict[str, str]) -> int:
     command = [CCACHE, compiler, *args] if cached else [compiler, *args]
     base = cgroup.root(env)
     kills_before = cgroup.oom_kills(base)
+    started = time.monotonic()
     try:
         code = subprocess.call(command, env=env)
     except OSError as error:
         raise LaunchError(f"cannot run {compiler}: {error.strerror}") from None
+    if env.get("PUDEV_COMPILE_LOG"):
+        _log_compile(env["PUDEV_COMPILE_LOG"], compiler, args, code, time.monotonic() - started)
     if code != 0:  # the OOM killer picks the biggest process: cc1plus or cicc, under g++'s or nvcc's driver
         kills_after = cgroup.oom_kills(base)
         if kills_before is not None and kills_after is not None and kills_after > kills_before:

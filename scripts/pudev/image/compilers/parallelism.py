@@ -3,10 +3,12 @@ it to ninja) and CMAKE_BUILD_PARALLEL_LEVEL, derived from the CPUs and the memor
 cgroup allows, when the user has not set them. Without it ninja runs CPUs + 2 jobs whatever the
 memory limit, and a `docker run --memory` build is killed by the OOM killer.
 
-The per-job figures are measured (README "Extensions"): one g++ of a translation unit that
-includes torch/extension.h peaked at 1.32 GiB (torch 2.4.1) and 1.40 GiB (torch 2.15.0); one
-nvcc device compilation of a real extension's kernels peaks higher, so nvcc's own `--threads`
-(device compilations at once inside one job) is capped by the same budget (launcher.py).
+The per-job figure is measured (PUDEV_COMPILE_LOG, README "Extensions"), on torch-harmonics 0.8.1
+for sm_80 in the torch 2.4.1 stand-in: one g++ translation unit with torch's headers peaked at
+1.38-1.57 GiB, one nvcc device compilation at 2.41-2.88 GiB. ninja mixes both kinds, so a job is
+budgeted at the larger, with headroom; the front end (pip, setup.py with torch imported) keeps
+its own share. nvcc's own `--threads` (device compilations at once inside one job, which packages
+hard-code) is capped by the same budget (launcher.py).
 
 Every Python start-up applies it (pudev.image.startup), so pip, setup.py and torch's JIT load()
 all see it without the entrypoint. Standard library only.
@@ -23,8 +25,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, MutableMapping
 
 GIB = 1024**3
-HOST_JOB_BYTES = int(1.5 * GIB)  # one g++ job with torch's headers: 1.32-1.40 GiB measured, rounded up
-DEVICE_COMPILE_BYTES = int(1.5 * GIB)  # one nvcc device compilation (one arch) of a heavy kernel
+DEVICE_COMPILE_BYTES = int(3.25 * GIB)  # one nvcc device compilation: 2.88 GiB measured at most
+JOB_BYTES = DEVICE_COMPILE_BYTES  # g++ jobs measured 1.57 GiB at most: the nvcc figure covers both
+FRONT_END_BYTES = GIB // 2  # pip and setup.py with torch imported: 0.45 GiB measured
 # Set beside MAX_JOBS when pudev derived it: a MAX_JOBS equal to it is ours (derived again in each
 # process, the container's memory in use changes), anything else is the user's and is left alone.
 DERIVED_MARK = "PUDEV_DERIVED_MAX_JOBS"
@@ -41,7 +44,7 @@ class Budget:
 
     @property
     def max_jobs(self) -> int:
-        by_memory = self.cpus if self.memory is None else self.memory // HOST_JOB_BYTES
+        by_memory = self.cpus if self.memory is None else (self.memory - FRONT_END_BYTES) // JOB_BYTES
         return max(1, min(self.cpus, by_memory))
 
     def nvcc_threads(self, jobs: int) -> int:
@@ -49,7 +52,7 @@ class Budget:
         by_cpu = max(1, self.cpus // max(1, jobs))
         if self.memory is None:
             return by_cpu
-        return max(1, min(by_cpu, self.memory // max(1, jobs) // DEVICE_COMPILE_BYTES))
+        return max(1, min(by_cpu, (self.memory - FRONT_END_BYTES) // max(1, jobs) // DEVICE_COMPILE_BYTES))
 
 
 def budget(env: Mapping[str, str] | None = None) -> Budget:

@@ -1,0 +1,169 @@
+"""`pudev bench-ext`: a real CUDA extension compiled in the built image, the way users compile it
+(`pip install --no-build-isolation` of its sdist), for one arch:
+
+  cold       an empty compiler cache
+  warm       the same sdist again in a new container (pip unpacks it in a new /tmp directory),
+             with the cache volume kept: target at most 10% of cold
+  wheelhouse `pudev wheel` once, then a fresh container with only the wheelhouse volume
+             installs it: target at most 5% of cold
+  ninja default / derived jobs
+             cold again (cache off) under one memory cap, with MAX_JOBS left to ninja (one job
+             per CPU + 2; PUDEV_NO_DERIVED_JOBS=1) and as pudev derives it from the cgroup: peak
+             memory, OOM kills, whether it finished
+
+The sdist is fetched once on the host (pinned by sha256) and mounted read-only: the containers
+need no network. Peak memory is the container cgroup's own high-water mark (page cache included).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pudev.common.errors import PudevError
+from pudev.common.table import render_table
+from pudev.devtools.sdist import fetch_sdist
+from pudev.engine import docker
+from pudev.engine.containers import TRACKED_LABEL
+from pudev.paths import REPO_ROOT
+
+# NVIDIA's torch-harmonics: BuildExtension with ninja, 12 translation units (7 C++, 5 CUDA) in four
+# extensions, no -gencode of its own (TORCH_CUDA_ARCH_LIST rules), builds on torch 2.4 to today's.
+EXTENSION = {"name": "torch-harmonics", "version": "0.8.1",
+             "sha256": "f9ff6b2a877e492c9a9fa98dec85eb4be36265e4ec737127fb6eb2537337e9ff"}
+BUILD_ENV = {"TORCH_CUDA_ARCH_LIST": "8.0", "FORCE_CUDA_EXTENSION": "1"}  # CUDA kernels without a GPU here
+MEMORY_CAP = "4g"  # room for one job of the heaviest file and pip, not for ninja's default
+TARGETS = {"warm": 0.10, "wheelhouse": 0.05}
+SDIST_CACHE = REPO_ROOT / "reports" / "sdists"
+# Runs inside the container: the install, then the facts, as one JSON line.
+MEASURE = r"""
+start=$(date +%s.%N)
+{install} > /tmp/build.log 2>&1
+rc=$?
+end=$(date +%s.%N)
+python - "$rc" "$start" "$end" <<'EOF'
+import json, os, re, subprocess, sys
+def read(*paths):
+    for path in paths:
+        try:
+            return open(path).read()
+        except OSError:
+            pass
+    return ""
+peak = read("/sys/fs/cgroup/memory.peak", "/sys/fs/cgroup/memory/memory.max_usage_in_bytes").strip()
+events = read("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
+kills = re.search(r"oom_kill (\d+)", events)
+stats = dict(line.split("\t", 1) for line in subprocess.run(["ccache", "--print-stats"], capture_output=True,
+             text=True).stdout.splitlines() if "\t" in line)
+log = open("/tmp/build.log").read()
+print(json.dumps({"rc": int(sys.argv[1]), "seconds": float(sys.argv[3]) - float(sys.argv[2]),
+                  "peak_bytes": int(peak or 0), "oom_kills": int(kills.group(1)) if kills else -1,
+                  "max_jobs": os.environ.get("MAX_JOBS", ""), "nvcc_compiles": log.count("compilers/nvcc"),
+                  "hits": int(stats.get("direct_cache_hit", 0)) + int(stats.get("preprocessed_cache_hit", 0)),
+                  "misses": int(stats.get("cache_miss", 0)), "tail": log[-1500:]}))
+EOF
+"""
+
+
+@dataclass
+class Run:
+    scenario: str
+    ok: bool
+    seconds: float
+    ratio: float  # of the cold build
+    peak_gib: float
+    oom_kills: int
+    max_jobs: str
+    cache_hits: int
+    cache_misses: int
+    nvcc_compiles: int
+
+
+def _container(image: str, options: list[str], install: str, sdist: Path, timeout: float) -> dict[str, Any]:
+    name = f"pudev-bench-ext-{uuid.uuid4().hex[:8]}"
+    env = [arg for key, value in BUILD_ENV.items() for arg in ("--env", f"{key}={value}")]
+    try:
+        result = docker.run(["run", "--rm", "--name", name, "--label", f"{TRACKED_LABEL}=1", "--no-healthcheck", "-v",
+                             f"{sdist.parent}:/bench:ro", *env, *options, image, "bash", "-c",
+                             MEASURE.replace("{install}", install)], check=False, timeout=timeout)
+    finally:
+        docker.run(["rm", "-f", name], check=False, timeout=60)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise PudevError(f"bench-ext: the container printed no result (exit {result.returncode}): "
+                         f"{(result.stdout + result.stderr)[-1500:]}")
+    data: dict[str, Any] = json.loads(lines[-1])
+    return data
+
+
+def _run(scenario: str, data: dict[str, Any], cold: float | None) -> Run:
+    seconds = float(data["seconds"])
+    return Run(scenario=scenario, ok=data["rc"] == 0, seconds=round(seconds, 1),
+               ratio=round(seconds / cold, 3) if cold else 1.0, peak_gib=round(data["peak_bytes"] / 1024**3, 2),
+               oom_kills=int(data["oom_kills"]), max_jobs=str(data["max_jobs"]) or "ninja default",
+               cache_hits=int(data["hits"]), cache_misses=int(data["misses"]), nvcc_compiles=int(data["nvcc_compiles"]))
+
+
+def speed_scenarios(image: str, sdist: Path, report: Callable[[Run], None]) -> None:
+    """cold, warm (the cache volume kept), and a fresh container installing from the wheelhouse."""
+    suffix = uuid.uuid4().hex[:8]
+    cache, wheels = f"pudev-bench-ccache-{suffix}", f"pudev-bench-wheels-{suffix}"
+    cache_mount = ["-v", f"{cache}:/var/cache/pudev/ccache"]
+    wheel_mount = ["-v", f"{wheels}:/var/cache/pudev/wheels"]
+    try:
+        cold_data = _container(image, cache_mount, _install(sdist), sdist, 7200)
+        if cold_data["rc"] != 0:
+            raise PudevError(f"bench-ext: the cold build failed:\n{cold_data['tail']}")
+        cold = float(cold_data["seconds"])
+        report(_run("cold", cold_data, None))
+        report(_run("warm", _container(image, cache_mount, _install(sdist), sdist, 7200), cold))
+        made = _container(image, [*cache_mount, *wheel_mount], f"pudev wheel /bench/{sdist.name}", sdist, 7200)
+        if made["rc"] != 0:
+            raise PudevError(f"bench-ext: pudev wheel failed:\n{made['tail']}")
+        from_house = "pip install -v --no-deps --no-index --target /tmp/site " + EXTENSION["name"]
+        report(_run("wheelhouse", _container(image, wheel_mount, from_house, sdist, 1800), cold))
+    finally:
+        docker.run(["volume", "rm", "-f", cache, wheels], check=False)
+
+
+def memory_scenarios(image: str, sdist: Path, report: Callable[[Run], None]) -> None:
+    """The same cold build (cache off) under one memory cap: ninja's default jobs, then pudev's."""
+    capped = ["--memory", MEMORY_CAP, "--memory-swap", MEMORY_CAP, "--env", "CCACHE_DISABLE=1"]
+    report(_run(f"ninja default, {MEMORY_CAP} cap",
+                _container(image, [*capped, "--env", "PUDEV_NO_DERIVED_JOBS=1"], _install(sdist), sdist, 7200), None))
+    report(_run(f"derived jobs, {MEMORY_CAP} cap", _container(image, capped, _install(sdist), sdist, 7200), None))
+
+
+def _install(sdist: Path) -> str:
+    return f"pip install -v --no-deps --no-build-isolation --no-index --target /tmp/site /bench/{sdist.name}"
+
+
+PARTS = {"speed": speed_scenarios, "memory": memory_scenarios}
+
+
+def bench_ext(out: Path, image: str, profile: str, parts: list[str]) -> str:
+    """Runs the parts asked for; the JSON is written after every scenario (a long run stopped
+    halfway still leaves its numbers)."""
+    sdist = fetch_sdist(EXTENSION["name"], EXTENSION["version"], EXTENSION["sha256"], SDIST_CACHE)
+    cpus = docker.run(["run", "--rm", "--entrypoint", "nproc", image]).stdout.strip()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    runs: list[Run] = []
+
+    def report(run: Run) -> None:
+        runs.append(run)
+        result = {"profile": profile, "image": image, "extension": EXTENSION, "build_env": BUILD_ENV,
+                  "memory_cap": MEMORY_CAP, "cpus": int(cpus or 0), "targets": TARGETS,
+                  "runs": [asdict(each) for each in runs]}
+        out.write_text(json.dumps(result, indent=2) + "\n")
+
+    for part in parts:
+        PARTS[part](image, sdist, report)
+    rows = [[run.scenario, "ok" if run.ok else "FAILED", f"{run.seconds:.0f}", f"{100 * run.ratio:.1f}%",
+             f"{run.peak_gib:.2f}", str(run.oom_kills), run.max_jobs, f"{run.cache_hits}/{run.cache_misses}"]
+            for run in runs]
+    return render_table(["scenario", "result", "seconds", "of cold", "peak GiB", "OOM kills", "MAX_JOBS",
+                         "cache hit/miss"], rows)
