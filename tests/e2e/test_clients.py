@@ -33,8 +33,13 @@ def _client(name: str, hint: str) -> str:
 def test_compose_cpu_service_comes_up_healthy(local_image: LocalImage, tmp_path: Path) -> None:
     compose = _client("docker-compose", "sudo apt-get install docker-compose")
     port, token, project = free_port(), uuid.uuid4().hex, f"pudev-e2e-{uuid.uuid4().hex[:8]}"
+    # The project folder compose mounts at /workspace, readable as a cloned project is (pytest's own
+    # temporary folders are 0700 for root: Jupyter's language-server search would log a traceback per
+    # server it cannot stat there).
+    (tmp_path / "project").mkdir(mode=0o755)
+    tmp_path.chmod(0o755)
     env = {**os.environ, "PUDEV_IMAGE": local_image.tag, "JUPYTER_HOST_PORT": str(port), "JUPYTER_TOKEN": token}
-    base = [compose, "--project-name", project, "--project-directory", str(tmp_path), "--file",
+    base = [compose, "--project-name", project, "--project-directory", str(tmp_path / "project"), "--file",
             str(REPO_ROOT / "docker-compose.yml")]
     try:
         up = subprocess.run([*base, "up", "--detach", "dev-cpu"], env=env, capture_output=True, text=True,
