@@ -18,7 +18,7 @@ from pudev.engine import docker
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 GIB = 1024**3
-JOB_GIB, FRONT_END_GIB = 3.25, 0.5  # pudev.image.compilers.parallelism: JOB_BYTES, FRONT_END_BYTES
+JOB_GIB, FRONT_END_GIB = 3.5, 0.5  # pudev.image.compilers.parallelism: JOB_BYTES, FRONT_END_BYTES
 PRINT_JOBS = ["python", "-c", "import os; print(os.environ['MAX_JOBS'], os.environ['CMAKE_BUILD_PARALLEL_LEVEL'])"]
 
 

@@ -234,7 +234,7 @@ def test_the_compiler_cache_shows_where_how_full_and_its_hit_rate() -> None:
     assert checks["compiler cache"].detail == ("ccache 4.14.2 at /var/cache/pudev/ccache: 1.0 of 10.0 GiB, "
                                                "hit rate 75% (9 of 12)")
     assert checks["compile jobs"].detail == ("MAX_JOBS=2, derived: 2 CPU(s), 5.0 GiB free (cgroup limit, cgroup v1), "
-                                             "3.25 GiB per job")
+                                             "3.50 GiB per job")
 
 
 def test_an_unwritable_or_missing_cache_is_a_warning_with_the_fix() -> None:

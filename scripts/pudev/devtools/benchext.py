@@ -12,7 +12,9 @@
              memory, OOM kills, whether it finished
 
 The sdist is fetched once on the host (pinned by sha256) and mounted read-only: the containers
-need no network. Peak memory is the container cgroup's own high-water mark (page cache included).
+need no network. Peak memory is the container cgroup's own high-water mark (page cache included);
+each compile's own peak (PUDEV_COMPILE_LOG: its largest process) is kept beside it, the measure
+behind pudev's per-job memory figure.
 """
 
 from __future__ import annotations
@@ -60,11 +62,12 @@ kills = re.search(r"oom_kill (\d+)", events)
 stats = dict(line.split("\t", 1) for line in subprocess.run(["ccache", "--print-stats"], capture_output=True,
              text=True).stdout.splitlines() if "\t" in line)
 log = open("/tmp/build.log").read()
+jobs = [json.loads(line) for line in read("/tmp/compile-log.jsonl").splitlines() if line.strip()]
 print(json.dumps({"rc": int(sys.argv[1]), "seconds": float(sys.argv[3]) - float(sys.argv[2]),
                   "peak_bytes": int(peak or 0), "oom_kills": int(kills.group(1)) if kills else -1,
                   "max_jobs": os.environ.get("MAX_JOBS", ""), "nvcc_compiles": log.count("compilers/nvcc"),
                   "hits": int(stats.get("direct_cache_hit", 0)) + int(stats.get("preprocessed_cache_hit", 0)),
-                  "misses": int(stats.get("cache_miss", 0)), "tail": log[-1500:]}))
+                  "misses": int(stats.get("cache_miss", 0)), "jobs": jobs, "tail": log[-1500:]}))
 EOF
 """
 
@@ -74,18 +77,21 @@ class Run:
     scenario: str
     ok: bool
     seconds: float
-    ratio: float  # of the cold build
+    ratio: float | None  # of the cold build; None for the memory runs, which are cold builds themselves
     peak_gib: float
     oom_kills: int
     max_jobs: str
     cache_hits: int
     cache_misses: int
     nvcc_compiles: int
+    largest_job_gib: float  # the largest single compile's peak (0 when every compile was a cache hit)
+    jobs: list[dict[str, Any]]  # PUDEV_COMPILE_LOG's lines: compiler, source, exit, seconds, peak_gib
 
 
 def _container(image: str, options: list[str], install: str, sdist: Path, timeout: float) -> dict[str, Any]:
     name = f"pudev-bench-ext-{uuid.uuid4().hex[:8]}"
-    env = [arg for key, value in BUILD_ENV.items() for arg in ("--env", f"{key}={value}")]
+    env = [arg for key, value in {**BUILD_ENV, "PUDEV_COMPILE_LOG": "/tmp/compile-log.jsonl"}.items()
+           for arg in ("--env", f"{key}={value}")]
     try:
         result = docker.run(["run", "--rm", "--name", name, "--label", f"{TRACKED_LABEL}=1", "--no-healthcheck", "-v",
                              f"{sdist.parent}:/bench:ro", *env, *options, image, "bash", "-c",
@@ -102,10 +108,13 @@ def _container(image: str, options: list[str], install: str, sdist: Path, timeou
 
 def _run(scenario: str, data: dict[str, Any], cold: float | None) -> Run:
     seconds = float(data["seconds"])
+    jobs = [{**{key: value for key, value in job.items() if key != "peak_bytes"},
+             "peak_gib": round(job["peak_bytes"] / 1024**3, 2)} for job in data.get("jobs", [])]
     return Run(scenario=scenario, ok=data["rc"] == 0, seconds=round(seconds, 1),
-               ratio=round(seconds / cold, 3) if cold else 1.0, peak_gib=round(data["peak_bytes"] / 1024**3, 2),
+               ratio=round(seconds / cold, 3) if cold else None, peak_gib=round(data["peak_bytes"] / 1024**3, 2),
                oom_kills=int(data["oom_kills"]), max_jobs=str(data["max_jobs"]) or "ninja default",
-               cache_hits=int(data["hits"]), cache_misses=int(data["misses"]), nvcc_compiles=int(data["nvcc_compiles"]))
+               cache_hits=int(data["hits"]), cache_misses=int(data["misses"]), nvcc_compiles=int(data["nvcc_compiles"]),
+               largest_job_gib=max((job["peak_gib"] for job in jobs), default=0.0), jobs=jobs)
 
 
 def speed_scenarios(image: str, sdist: Path, report: Callable[[Run], None]) -> None:
@@ -162,8 +171,9 @@ def bench_ext(out: Path, image: str, profile: str, parts: list[str]) -> str:
 
     for part in parts:
         PARTS[part](image, sdist, report)
-    rows = [[run.scenario, "ok" if run.ok else "FAILED", f"{run.seconds:.0f}", f"{100 * run.ratio:.1f}%",
-             f"{run.peak_gib:.2f}", str(run.oom_kills), run.max_jobs, f"{run.cache_hits}/{run.cache_misses}"]
+    rows = [[run.scenario, "ok" if run.ok else "FAILED", f"{run.seconds:.0f}",
+             "" if run.ratio is None else f"{100 * run.ratio:.1f}%", f"{run.peak_gib:.2f}",
+             f"{run.largest_job_gib:.2f}", str(run.oom_kills), run.max_jobs, f"{run.cache_hits}/{run.cache_misses}"]
             for run in runs]
-    return render_table(["scenario", "result", "seconds", "of cold", "peak GiB", "OOM kills", "MAX_JOBS",
-                         "cache hit/miss"], rows)
+    return render_table(["scenario", "result", "seconds", "of cold", "peak GiB", "largest job GiB", "OOM kills",
+                         "MAX_JOBS", "cache hit/miss"], rows)

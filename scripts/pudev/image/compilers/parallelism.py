@@ -4,11 +4,12 @@ cgroup allows, when the user has not set them. Without it ninja runs CPUs + 2 jo
 memory limit, and a `docker run --memory` build is killed by the OOM killer.
 
 The per-job figure is measured (PUDEV_COMPILE_LOG, README "Extensions"), on torch-harmonics 0.8.1
-for sm_80 in the torch 2.4.1 stand-in: one g++ translation unit with torch's headers peaked at
-1.38-1.57 GiB, one nvcc device compilation at 2.41-2.88 GiB. ninja mixes both kinds, so a job is
-budgeted at the larger, with headroom; the front end (pip, setup.py with torch imported) keeps
-its own share. nvcc's own `--threads` (device compilations at once inside one job, which packages
-hard-code) is capped by the same budget (launcher.py).
+for sm_80: one g++ translation unit with torch's headers peaked at 1.38-1.57 GiB on the torch 2.4.1
+stand-in and 1.63-1.87 GiB on 2.15.0, one nvcc device compilation at 2.41-2.88 GiB with nvcc 12.4
+and 2.74-3.33 GiB with nvcc 13.2. ninja mixes both kinds, so a job is budgeted at the larger, with
+headroom; the front end (pip, setup.py with torch imported) keeps its own share. nvcc's own
+`--threads` (device compilations at once inside one job, which packages hard-code) is capped by
+the same budget (launcher.py).
 
 Every Python start-up applies it (pudev.image.startup), so pip, setup.py and torch's JIT load()
 all see it without the entrypoint. Standard library only.
@@ -25,9 +26,11 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, MutableMapping
 
 GIB = 1024**3
-DEVICE_COMPILE_BYTES = int(3.25 * GIB)  # one nvcc device compilation: 2.88 GiB measured at most
-JOB_BYTES = DEVICE_COMPILE_BYTES  # g++ jobs measured 1.57 GiB at most: the nvcc figure covers both
-FRONT_END_BYTES = GIB // 2  # pip and setup.py with torch imported: 0.45 GiB measured
+DEVICE_COMPILE_BYTES = int(3.5 * GIB)  # one nvcc device compilation: 3.33 GiB measured at most (nvcc 13.2)
+JOB_BYTES = DEVICE_COMPILE_BYTES  # g++ jobs measured 1.87 GiB at most: the nvcc figure covers both
+# pip and setup.py with torch imported: 0.45 GiB measured on torch 2.4.1, 0.57 on 2.15.0; one job and
+# the front end together (4.0 GiB) still hold the largest pair measured, 3.33 + 0.57 GiB.
+FRONT_END_BYTES = GIB // 2
 # Set beside MAX_JOBS when pudev derived it: a MAX_JOBS equal to it is ours (derived again in each
 # process, the container's memory in use changes), anything else is the user's and is left alone.
 DERIVED_MARK = "PUDEV_DERIVED_MAX_JOBS"

@@ -1,4 +1,4 @@
-"""The benchmark's sdist comes from the index's simple API by its pinned hash, from a local index."""
+"""bench-ext: its sdist comes from the index's simple API by its pinned hash (here a local index), and a run's facts."""
 
 from __future__ import annotations
 
@@ -64,3 +64,19 @@ def test_a_wrong_pin_is_refused_with_the_reason(index: str, tmp_path: Path) -> N
     with pytest.raises(PudevError, match=r"no file of fastop 1\.0 with sha256 000000000000"):
         fetch_sdist("fastop", "1.0", "0" * 64, tmp_path)
     assert not list(tmp_path.iterdir())
+
+
+def test_a_bench_run_keeps_each_compiles_peak_and_its_largest() -> None:
+    """bench-ext's per-compile peaks (PUDEV_COMPILE_LOG's lines) in GiB, and the largest beside the cgroup's."""
+    from pudev.devtools.benchext import _run
+
+    data = {"rc": 0, "seconds": 50.0, "peak_bytes": 3 * 1024**3, "oom_kills": 0, "max_jobs": "1", "hits": 0,
+            "misses": 2, "nvcc_compiles": 1, "jobs": [
+                {"compiler": "c++", "source": "a.cpp", "exit": 0, "seconds": 9.5, "peak_bytes": 1536 * 1024**2},
+                {"compiler": "nvcc", "source": "b.cu", "exit": 0, "seconds": 30.0, "peak_bytes": 2816 * 1024**2}]}
+    run = _run("derived jobs", data, 100.0)
+    assert (run.largest_job_gib, run.ratio, run.peak_gib) == (2.75, 0.5, 3.0)
+    assert [(job["source"], job["peak_gib"]) for job in run.jobs] == [("a.cpp", 1.5), ("b.cu", 2.75)]
+    assert "peak_bytes" not in run.jobs[0]
+    assert _run("warm", {**data, "jobs": []}, 100.0).largest_job_gib == 0.0
+    assert _run("derived jobs", data, None).ratio is None  # a memory run is a cold build itself
