@@ -231,8 +231,10 @@ def test_sbom_pushed_and_fetched_back_by_digest(promoted: str, registry: Realist
     assert "deb:zsh" in versions and "pypi:jupyterlab" in versions
 
 
-def test_a_candidate_changed_after_testing_is_refused(pushed: tuple[str, str], registry: RealisticRegistry) -> None:
-    candidate, tag = pushed
+def test_a_candidate_changed_after_testing_is_refused(pushed: tuple[str, str], tested: str,
+                                                     registry: RealisticRegistry) -> None:
+    # `tested`, not just `pushed`: run alone, an untested candidate is refused for that instead.
+    candidate, tag = tested, pushed[1]
     client = RegistryClient(registry.address)
     repository, digest = candidate.split("/", 1)[1].split("@")
     original, media_type = client.manifest(repository, digest)
