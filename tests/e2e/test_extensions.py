@@ -15,10 +15,10 @@ import pytest
 from e2e_support import LocalImage, run_removed
 
 from pudev.engine import docker
+from pudev.image.compilers.parallelism import FRONT_END_BYTES, JOB_BYTES
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 GIB = 1024**3
-JOB_GIB, FRONT_END_GIB = 3.5, 0.5  # pudev.image.compilers.parallelism: JOB_BYTES, FRONT_END_BYTES
 PRINT_JOBS = ["python", "-c", "import os; print(os.environ['MAX_JOBS'], os.environ['CMAKE_BUILD_PARALLEL_LEVEL'])"]
 
 
@@ -49,7 +49,7 @@ def test_compile_jobs_follow_the_containers_own_limits(local_image: LocalImage, 
     assert limit - 512 * 1024**2 < free <= limit, "the container's own limit, less what runs in it, not the host's"
     cpu_cap = min(_cpus(local_image), math.ceil(float(cpus)))  # the quota, within the CPUs the host gives
     assert facts["cpus"] == cpu_cap
-    expected = max(1, min(cpu_cap, int((free - FRONT_END_GIB * GIB) // (JOB_GIB * GIB))))
+    expected = max(1, min(cpu_cap, (free - FRONT_END_BYTES) // JOB_BYTES))
     assert expected == (1 if memory == "3g" or cpus == "1" else 2)  # each limit really decides
     assert jobs == cmake_level == expected, facts
 
