@@ -17,6 +17,7 @@ import pytest
 
 from pudev.image.record import ImageRecord, load
 
+HALF_PROPERTY = "pudev.half"  # read by pudev.testing.testrun.tally
 NO_GPU_REASON = (
     "no GPU visible in the container: run it with `--gpus all` on a host with an NVIDIA driver "
     "and the NVIDIA container toolkit"
@@ -29,6 +30,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "nogpu: checks what users see without a GPU (skips where one is attached)")
     config.addinivalue_line("markers", "anyuser: holds for any user id, with or without the entrypoint "
                                        "(tests/e2e runs these as other uids: pudev selftest -- -m anyuser)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Each test's half in the JUnit report, so `pudev test` tallies a gpu-marked test outside test_gpu.py
+    # (pudev dist's NCCL checks) in the GPU half that `--gpu-only` runs, not in the CPU half.
+    for item in items:
+        item.user_properties.append((HALF_PROPERTY, "gpu" if item.get_closest_marker("gpu") else "cpu"))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -75,8 +83,18 @@ def extension_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def built_extension(extension_dir: Path) -> Path:
+def extension_cache(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of the session's one cold extension build: a compiler cache of its own, which that
+    build alone fills (test_compile_workshop.py then builds again from it, instead of a second cold build)."""
+    from cuda_extension import TEST_ARCH
+
+    return {**os.environ, "CCACHE_DIR": str(tmp_path_factory.mktemp("extension-ccache")),
+            "TORCH_CUDA_ARCH_LIST": TEST_ARCH}
+
+
+@pytest.fixture(scope="session")
+def built_extension(extension_dir: Path, extension_cache: dict[str, str]) -> Path:
     """The tiny CUDA extension, built once per session against the default toolkit."""
     from cuda_extension import build_extension
 
-    return build_extension(extension_dir)
+    return build_extension(extension_dir, extension_cache)

@@ -39,9 +39,9 @@ def import_extension(built: Path) -> Any:
 TEST_ARCH = "8.0"
 
 
-def build_extension(workdir: Path) -> Path:
+def build_extension(workdir: Path, env: dict[str, str] | None = None) -> Path:
     """Build against the default toolkit; its output stays in workdir/build.log."""
-    result = setup_py_build(workdir, {"TORCH_CUDA_ARCH_LIST": TEST_ARCH})
+    result = setup_py_build(workdir, {"TORCH_CUDA_ARCH_LIST": TEST_ARCH, **(env or {})})
     (workdir / "build.log").write_text(result.stdout + result.stderr)
     if result.returncode != 0:
         raise AssertionError(f"extension build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")

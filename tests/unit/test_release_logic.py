@@ -82,6 +82,21 @@ def test_suite_tally_by_half(tmp_path: Path) -> None:
     assert not outcome.half_passed("cpu") and not outcome.half_passed("gpu")  # a skipped GPU test proves nothing
 
 
+def test_the_half_the_suite_reports_wins_over_the_module(tmp_path: Path) -> None:
+    """A gpu-marked test outside test_gpu.py (pudev dist's NCCL check) is in the GPU half that --gpu-only runs."""
+    junit = tmp_path / "junit.xml"
+    half = '<properties><property name="pudev.half" value="{}"/></properties>'
+    junit.write_text(
+        '<testsuites><testsuite>'
+        f'<testcase classname="test_dist" name="nccl"><skipped message="no GPU"/>{half.format("gpu")}</testcase>'
+        f'<testcase classname="test_dist" name="gloo">{half.format("cpu")}</testcase>'
+        '<testcase classname="test_gpu" name="old"><skipped message="no GPU"/></testcase>'
+        '</testsuite></testsuites>')
+    counts = tally(junit)
+    assert counts == {"cpu": {"passed": 1, "failed": 0, "skipped": 0}, "gpu": {"passed": 0, "failed": 0, "skipped": 2}}
+    assert SuiteOutcome(code=0, gpus=False, counts=counts).half_passed("cpu")
+
+
 INVENTORY = {
     "variant": "cu130", "torch": "3.1.0+cu130", "cuda": "13.0", "cudnn": 91000, "python": "3.12.3",
     "default_toolkit": "13.0", "os": {"id": "ubuntu", "version_id": "24.04"},

@@ -71,12 +71,17 @@ def cmd_test(request: Request) -> int:
     options = request.options
     junit = Path(options.junit) if options.junit else None
     refs = [name for name in request.selection.names if is_image_reference(name)]
+    reuse = bool(options.reuse_local_pass)
+    if reuse and (not refs or junit is not None):
+        raise PudevError("--reuse-local-pass: only for candidates by digest (REGISTRY/REPO@sha256:...), and without "
+                         "--junit (the run it reuses wrote that report)")
     if refs:
         if len(refs) != len(request.selection.names):
             raise PudevError("pudev test takes variant names or image references by digest, not both")
         for text in refs:
             code = run_candidate_tests(parse_digest_ref(text, flag="pudev test"), half=_half(request),
-                                  timeout=options.timeout, junit=junit, pytest_args=list(request.pytest_args))
+                                       timeout=options.timeout, junit=junit, pytest_args=list(request.pytest_args),
+                                       reuse_local_pass=reuse)
             if code != 0:
                 return code
         return 0

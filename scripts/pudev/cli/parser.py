@@ -76,6 +76,9 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     half = test.add_mutually_exclusive_group()
     half.add_argument("--cpu-only", action="store_true", help="the CPU half only")
     half.add_argument("--gpu-only", action="store_true", help="the GPU half only (it must find a GPU)")
+    test.add_argument("--reuse-local-pass", action="store_true",
+                      help="for a candidate by digest: when this machine's `pudev test` already passed the same "
+                           "image id (the same image, byte for byte), record that pass instead of running again")
     test.epilog = "Arguments after -- go to pytest inside the container; such a run is not recorded."
     command("tags", "print the tags of a built image, computed from what is inside it")
     manifest = command("manifest", "write a Markdown + JSON build manifest read from the image")

@@ -15,7 +15,8 @@ from pudev.release.candidates import candidate_tag
 from pudev.release.tags import read_facts
 from pudev.release.targets import DigestRef
 from pudev.release.testresults import SuiteResult
-from pudev.testing.testrun import run_image_tests
+from pudev.testing import localpasses
+from pudev.testing.testrun import HALVES, SuiteOutcome, run_image_tests
 
 CANDIDATE_PULL_HINT = "check the reference (what `pudev push` printed) and that you are logged in to its registry"
 
@@ -26,8 +27,20 @@ def _tag_of(client: RegistryClient, candidate: DigestRef, variant: str, image_id
     return tag if client.digest(candidate.target.repository, tag) == candidate.digest else ""
 
 
+def _passed_here(image_id: str, halves: tuple[str, ...]) -> dict[str, dict[str, int]] | None:
+    """Each half's counts from a pass this machine already ran on the same image id, or None."""
+    passes = {name: localpasses.recall(image_id, name) for name in halves}
+    found = {name: found.counts for name, found in passes.items() if found is not None}
+    if len(found) != len(halves):
+        return None
+    when = ", ".join(f"{name} at {found.tested_at}" for name, found in passes.items() if found is not None)
+    print(f"pudev: image {image_id[:19]} already passed here ({when}); recording that instead of running it again",
+          flush=True)
+    return found
+
+
 def run_candidate_tests(candidate: DigestRef, *, half: str, timeout: float, junit: Path | None,
-                   pytest_args: list[str]) -> int:
+                        pytest_args: list[str], reuse_local_pass: bool = False) -> int:
     docker.require_daemon()
     client = RegistryClient(candidate.target.api)
     client.ping()
@@ -39,12 +52,15 @@ def run_candidate_tests(candidate: DigestRef, *, half: str, timeout: float, juni
     if not variant:
         raise PudevError(f"{reference} carries no org.pudev.variant label: it was not built by pudev")
     facts = read_facts(reference)
-    outcome = run_image_tests(reference, timeout=timeout, half=half, junit=junit, pytest_args=pytest_args)
+    halves = HALVES if half == "all" else (half,)
+    reused = _passed_here(str(info["Id"]), halves) if reuse_local_pass and not pytest_args else None
+    outcome = (SuiteOutcome(code=0, gpus=False, counts=reused) if reused is not None else
+               run_image_tests(reference, timeout=timeout, half=half, junit=junit, pytest_args=pytest_args))
     if pytest_args:
         print("pudev: a run with pytest arguments is not recorded", file=sys.stderr, flush=True)
         return outcome.code
     tag = _tag_of(client, candidate, variant, str(info["Id"]))
-    for name in ("cpu", "gpu") if half == "all" else (half,):
+    for name in halves:
         counts = outcome.counts.get(name, {})
         if name == "gpu" and half == "all" and counts.get("passed", 0) == 0:
             print("pudev: no GPU test ran here, so no GPU result is recorded", file=sys.stderr, flush=True)

@@ -13,9 +13,11 @@ from pudev.common.errors import PudevError
 from pudev.registry.client import RegistryClient
 from pudev.release import artifacts
 from pudev.release.targets import DigestRef
+from pudev.testing.testrun import HALVES
+
+__all__ = ["HALVES", "TEST_RESULT_TYPE", "SuiteResult", "record", "results"]
 
 TEST_RESULT_TYPE = "application/vnd.pudev.test-result.v1+json"
-HALVES = ("cpu", "gpu")
 
 
 @dataclass(frozen=True)
