@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import kept_between_runs
 import pytest
 from container_logs import LogWatch
 from e2e_support import LocalImage, Profiles, SuiteRun, run_pudev
@@ -49,13 +50,24 @@ def docker_engine() -> str:
         raise
 
 
+def _registry(tmp_path_factory: pytest.TempPathFactory, storage: Path | None) -> Iterator[RealisticRegistry]:
+    if shutil.which("docker-registry") is None:
+        _skip_or_fail("docker-registry is not installed (sudo apt-get install docker-registry)")
+    with RealisticRegistry(tmp_path_factory.mktemp("realistic-registry"), storage=storage) as server:
+        yield server
+
+
 @pytest.fixture(scope="module")
 def realistic_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealisticRegistry]:
     """The registry that behaves like GHCR and Docker Hub (realistic_registry.py); processes only, no engine."""
-    if shutil.which("docker-registry") is None:
-        _skip_or_fail("docker-registry is not installed (sudo apt-get install docker-registry)")
-    with RealisticRegistry(tmp_path_factory.mktemp("realistic-registry")) as server:
-        yield server
+    yield from _registry(tmp_path_factory, None)
+
+
+@pytest.fixture(scope="module")
+def kept_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealisticRegistry]:
+    """The same registry on storage kept between runs, holding blobs but no image (kept_between_runs.py): the release
+    tests push the 7 GB image, and only its changed layers travel."""
+    yield from _registry(tmp_path_factory, kept_between_runs.reset(kept_between_runs.kept_storage_dir()))
 
 
 @pytest.fixture(scope="session")

@@ -54,7 +54,8 @@ ISSUER = "pudev-test-token-server"
 
 
 class RealisticRegistry:
-    def __init__(self, root: Path, *, helper_user: str = "pusher") -> None:
+    def __init__(self, root: Path, *, helper_user: str = "pusher", storage: Path | None = None) -> None:
+        """`storage`: where Distribution keeps blobs, when not under `root` (kept_between_runs.py keeps it)."""
         root.mkdir(parents=True, exist_ok=True)
         self.root, self.helper_user = root, helper_user
         # Throwaway passwords, new each run; only the helper's store and the token server hold them.
@@ -62,7 +63,7 @@ class RealisticRegistry:
                       "reader": User(secrets.token_urlsafe(12), frozenset({"pull"}))}
         self.tls = TlsMaterial.create(root / "tls")
         signer = TokenSigner(root / "tls", issuer=ISSUER, service=SERVICE)
-        storage = root / "storage"
+        storage = storage or root / "storage"
         self.token_server = TokenServer(signer, self.users, self.tls.server_context(), root / "token-server.log")
         self.storage_host = StorageHost(storage, self.tls.server_context(), log=root / "storage-host.log")
         self.distribution = DistributionProcess(

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 from e2e_support import LocalImage, profile_variant
+from kept_between_runs import layers_by_id
 
 from pudev.engine import docker
-from pudev.engine.layers import base_layer_count, find_waste, read_layers
+from pudev.engine.layers import base_layer_count, find_waste
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -68,7 +69,7 @@ def test_no_caches_anywhere_when_checked_as_root(local_image: LocalImage) -> Non
 
 def test_no_layer_adds_what_a_later_layer_deletes_or_overwrites(local_image: LocalImage) -> None:
     base = profile_variant("local").base_image
-    layers = read_layers(local_image.tag)
+    layers = layers_by_id(local_image.tag, local_image.image_id)  # by image id, kept between runs
     first_own = base_layer_count(base)
     assert len(layers) > first_own
     waste = find_waste(layers, first_own, threshold=1_000_000)

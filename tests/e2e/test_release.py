@@ -44,16 +44,16 @@ def _timed(step: str, started: float) -> None:
 
 
 @pytest.fixture(scope="module")
-def registry(realistic_registry: RealisticRegistry, docker_engine: str,
+def registry(kept_registry: RealisticRegistry, docker_engine: str,
              report_dir: Path) -> Iterator[RealisticRegistry]:
     """The engine, pudev and this process all reach the registry as a user's machine does: the CA
     through certs.d (the daemon) and the usual CA variables (pudev), the login through the helper."""
-    realistic_registry.install_daemon_ca()
+    kept_registry.install_daemon_ca()
     with pytest.MonkeyPatch.context() as patch:
-        for name, value in realistic_registry.env().items():
+        for name, value in kept_registry.env().items():
             patch.setenv(name, value)
-        yield realistic_registry
-        _forget_images(realistic_registry)
+        yield kept_registry
+        _forget_images(kept_registry)
     (report_dir / "publish-timings.json").write_text(json.dumps(TIMINGS, indent=2) + "\n")
     print(f"publish timings (s): {TIMINGS}")
 
@@ -85,12 +85,21 @@ def pushed(local_image: LocalImage, image_suite: SuiteRun, registry: RealisticRe
     try:
         return _push(registry)
     finally:
-        _timed("push (7 GB candidate, daemon)", started)
+        _timed("push (7 GB candidate, daemon; unchanged layers kept from earlier runs)", started)
 
 
 @pytest.fixture(scope="module")
 def candidate(pushed: tuple[str, str]) -> str:
     return pushed[0]
+
+
+def _test_by_digest(candidate: str) -> subprocess.CompletedProcess[str]:
+    """`pudev test CANDIDATE --cpu-only --reuse-local-pass`: the candidate is the local build pushed, so its
+    image id already passed the CPU half in this run (`image_suite`, which `pushed` needs), and that pass is
+    recorded against the digest instead of a second 200 s run of the same image. The suite's content is proven
+    by test_local_build.py::test_image_suite_passes_and_only_gpu_checks_skip; a real run by digest, its
+    outcome recorded, by test_a_failed_candidate_is_refused."""
+    return run_pudev("test", candidate, "--cpu-only", "--reuse-local-pass", timeout=3600)
 
 
 @pytest.fixture
@@ -99,7 +108,8 @@ def tested(candidate: str, registry: RealisticRegistry) -> str:
     test runs alone (`pytest tests/e2e/test_release.py::test_...`)."""
     ref = parse_digest_ref(candidate, flag="tested")
     if not any(result.half == "cpu" and result.passed for result in results(RegistryClient(registry.address), ref)):
-        run_pudev("test", candidate, "--cpu-only", check=True, timeout=3600)
+        result = _test_by_digest(candidate)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     return candidate
 
 
@@ -160,8 +170,9 @@ def test_a_failed_candidate_is_refused(local_image: LocalImage, registry: Realis
     subprocess.run([docker.docker_cli(), "build", "--quiet", "-t", broken, "-"], input=dockerfile, text=True,
                    capture_output=True, check=True, env=docker.docker_env())
     ref, _ = _push(registry, "--set", f"image={BROKEN_IMAGE}")
-    tested = run_pudev("test", ref, "--cpu-only", timeout=1800)
-    assert tested.returncode != 0
+    # --reuse-local-pass as the other release tests pass it: another image id, so the suite really runs here.
+    tested = run_pudev("test", ref, "--cpu-only", "--reuse-local-pass", timeout=1800)
+    assert tested.returncode != 0 and "already passed here" not in tested.stdout
     assert f"recorded cpu FAILURE for {ref}" in tested.stdout
     code, output = _promote(ref, "--profile", "local")
     assert code != 0 and "failed its cpu test" in output and "a failed digest is never promoted" in output
@@ -170,9 +181,10 @@ def test_a_failed_candidate_is_refused(local_image: LocalImage, registry: Realis
 
 def test_the_tested_candidate_is_promoted_without_sending_a_layer(candidate: str, registry: RealisticRegistry) -> None:
     started = time.monotonic()
-    tested = run_pudev("test", candidate, "--cpu-only", timeout=3600)
-    _timed("test by digest (pull + CPU half + record)", started)
+    tested = _test_by_digest(candidate)
+    _timed("test by digest (the local pass of this image id, recorded)", started)
     assert tested.returncode == 0, tested.stdout[-3000:] + tested.stderr[-2000:]
+    assert "already passed here (cpu at " in tested.stdout  # the same image id as the local build's
     assert f"recorded cpu pass for {candidate}" in tested.stdout
     # The declared variant also needs its GPU half, which no machine here can run.
     code, output = _promote(candidate)

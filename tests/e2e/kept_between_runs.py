@@ -1,0 +1,75 @@
+"""What e2e keeps between runs, as the BuildKit cache is kept, under one folder
+($PUDEV_TEST_CACHE, by default $XDG_CACHE_HOME or ~/.cache, then pudev-tests):
+
+- each image's layer listing, by image id (an id names every layer's content, so a listing
+  never goes stale; `docker save` of a 7 GB image is a minute);
+- the release tests' registry storage, so a layer that did not change is never sent again:
+  `docker push` asks whether the candidate repository has each blob (HEAD, through the
+  storage host's redirect) and skips the ones it has.
+
+Each run still starts from a registry that knows no image: every repository's manifests, tags,
+test results, SBOMs and unfinished uploads are removed, and every repository but the candidate
+ones loses its layer links too, so promote must mount each layer across repositories again
+(test_the_tested_candidate_is_promoted_without_sending_a_layer). Only blobs and the candidate
+repositories' links to them survive. Over LIMIT_BYTES the whole storage is dropped."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+
+from pudev.engine import docker
+from pudev.engine.layers import Layer, read_layers
+
+LIMIT_BYTES = 24 * 1024**3
+CANDIDATE_SUFFIX = "-candidates"
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("PUDEV_TEST_CACHE", "").strip()
+    return Path(explicit) if explicit else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / \
+        "pudev-tests"
+
+
+def kept_storage_dir() -> Path:
+    return cache_dir() / "registry-storage"
+
+
+def layers_by_id(image: str, image_id: str) -> list[Layer]:
+    """read_layers(image), kept under its image id (`image` must still be that id)."""
+    path = cache_dir() / "layers" / f"{image_id.removeprefix('sha256:')}.json"
+    try:
+        return [Layer(**entry) for entry in json.loads(path.read_text())]
+    except (OSError, ValueError, TypeError):
+        pass
+    layers = read_layers(image)
+    if docker.image_id(image) != image_id:
+        raise AssertionError(f"{image} moved to another image while its layers were read")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps([asdict(layer) for layer in layers]))
+    temporary.replace(path)
+    return layers
+
+
+def _size(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
+
+
+def reset(storage: Path) -> Path:
+    """`storage` as a registry that holds blobs but no image (see the module's text)."""
+    if storage.exists() and _size(storage) > LIMIT_BYTES:
+        shutil.rmtree(storage)
+    repositories = storage / "docker/registry/v2/repositories"
+    if repositories.exists():
+        for repository in sorted({path.parent for path in repositories.rglob("_layers")} |
+                                 {path.parent for path in repositories.rglob("_manifests")}):
+            for part in ("_manifests", "_uploads"):
+                shutil.rmtree(repository / part, ignore_errors=True)
+            if not repository.name.endswith(CANDIDATE_SUFFIX):
+                shutil.rmtree(repository / "_layers", ignore_errors=True)
+    storage.mkdir(parents=True, exist_ok=True)
+    return storage
