@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -56,6 +59,32 @@ def test_the_table_names_the_seed_the_formula_and_the_references() -> None:
     assert "https://github.com/NVIDIA/nccl-tests/issues/212" in result.stdout
     assert result.stdout.rstrip().endswith("PASSED")
     assert "Traceback" not in result.stderr
+
+
+def test_teardown_frees_the_group_and_ends_gloo_threads(tmp_path: Path) -> None:
+    """One rank's DDP steps and report gather, then worker.teardown(): no torch module may still hold the group, and
+    no gloo thread may outlive it (torch 2.15 names them), or one can abort the exit (worker.py says why)."""
+    script = textwrap.dedent(f"""
+        import json
+        import torch
+        import torch.distributed as dist
+        from pudev.image.dist import ddp, gather, worker  # worker imports what DDP would import too late
+        class Progress:
+            phase = ""
+        dist.init_process_group("gloo", init_method="file://{tmp_path}/store", rank=0, world_size=1)
+        ddp.train(7, 2, torch.device("cpu"), Progress())
+        keep = []
+        gather.all_reports({{"rank": 0}}, None, keep)
+        worker.teardown(keep)
+        from torch.distributed.nn import functional
+        held = [name for name, value in vars(functional).items()
+                if any(isinstance(d, dist.ProcessGroup) for d in getattr(value, "__defaults__", None) or ())]
+        print(json.dumps({{"held by torch.distributed.nn.functional": held, "gloo threads": worker.gloo_threads()}}))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert json.loads(result.stdout.splitlines()[-1]) == {"held by torch.distributed.nn.functional": [],
+                                                          "gloo threads": []}
 
 
 @pytest.mark.parametrize(("args", "message"), [

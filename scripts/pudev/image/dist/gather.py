@@ -2,7 +2,9 @@
 
 Not dist.all_gather_object: its tensors die with the call while gloo's worker thread may still hold
 them, and destroy_process_group (holding the GIL) then waits for that thread, which waits for the GIL
-to free them: a hang at exit (torch 2.4). Here the caller keeps the tensors until after the destroy."""
+to free them: a hang at exit (torch 2.4). Here the caller keeps the tensors until after the destroy. From torch
+2.15 on a worker takes the GIL to drop even a kept tensor, so worker.teardown() also makes the destroy free the group
+(its destructor joins the workers with the GIL released)."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ A failure is one line naming the rank, its node, the phase and the cause, also l
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -15,6 +16,14 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
+
+# Imported before init_process_group on purpose. Its collectives default to `group=group.WORLD`, evaluated at import:
+# torch 2.15's DDP imports it lazily (via torch._dynamo), after the group exists, and ten defaults then hold the group
+# for good. destroy_process_group no longer frees it, gloo's worker threads outlive main(), and one that drops a
+# finished collective's tensors during interpreter shutdown needs the GIL, gets pthread_exit and aborts the process:
+# "terminate called without an active exception" (https://github.com/pytorch/pytorch/issues/190489). Imported now,
+# the defaults are None (no group yet). teardown() frees the group; main() checks that its threads are gone.
+import torch.distributed.nn.functional
 
 from pudev.image.dist import collectives, ddp, gather, nccl_log, nodefacts, sweep
 
@@ -64,6 +73,22 @@ def _meaning(cause: str) -> str:
     return ""
 
 
+def gloo_threads() -> list[str]:
+    """The threads of this process that belong to gloo (torch 2.15 names them pt_gloo_runloop, gloo_tcp_loop)."""
+    tasks = Path(f"/proc/{os.getpid()}/task")
+    names = [comm.read_text().strip() for comm in tasks.glob("*/comm")] if tasks.is_dir() else []
+    return sorted(name for name in names if "gloo" in name)
+
+
+def teardown(keep: list[torch.Tensor]) -> None:
+    """Free every process group while Python is whole: destroy_process_group drops torch's last reference, and gloo's
+    destructor joins its worker threads with the GIL released (one dropping a finished collective's tensors takes
+    it). The caller holds no group; the collection frees any DDP reducer left in a reference cycle (it holds one)."""
+    gc.collect()
+    dist.destroy_process_group()
+    keep.clear()
+
+
 def run(args: argparse.Namespace, progress: Progress) -> int:
     rank, world, local_rank = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_RANK"])
     node = int(os.environ["GROUP_RANK"])
@@ -97,8 +122,8 @@ def run(args: argparse.Namespace, progress: Progress) -> int:
                   "nproc_per_node": int(os.environ["LOCAL_WORLD_SIZE"]), "backend": args.backend,
                   "seed": args.seed, "ddp": training, "sweep": rows, "ranks": reports}
         (args.run_dir / "result.json").write_text(json.dumps(result, indent=1))
-    dist.destroy_process_group()
-    keep.clear()
+    objects = None  # the NCCL run's gloo group: teardown() must drop the last reference
+    teardown(keep)
     return 0
 
 
@@ -106,14 +131,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     progress = Progress()
     try:
-        return run(args, progress)
+        code = run(args, progress)
     except Exception as error:  # a collective failed or timed out: say where and why, in one line
         cause = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
         line = (f"rank {os.environ.get('RANK', '?')} on node {os.environ.get('GROUP_RANK', '?')} "
                 f"({args.node_label or os.uname().nodename}): {progress.phase} failed: {cause}{_meaning(cause)}")
         _say(line)
         (args.run_dir / f"failure.{os.environ.get('LOCAL_RANK', '0')}.txt").write_text(line + "\n")
-        return 1
+        code = 1
+    if left := gloo_threads():
+        # Still running (a failed run skips teardown(), or a torch holds the group somewhere else): interpreter
+        # shutdown could abort the process (see the import above) and hide the exit status, so skip it.
+        if code == 0:
+            _say(f"note: gloo threads outlived destroy_process_group ({', '.join(left)}); exiting without "
+                 "interpreter shutdown")
+        sys.stdout.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":
