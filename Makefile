@@ -13,7 +13,7 @@ export PUDEV_DOCKER := $(DOCKER)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help venv host-setup build-all build-local test test-local lint unit e2e lock standins bench-build bench-ext clean
+.PHONY: help venv host-setup build-all build-local check test test-local lint unit e2e lock standins bench-build bench-ext dist-stress clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -44,8 +44,12 @@ test-%: venv ## run the in-image test suite on a built variant, e.g. make test-c
 test-local: venv ## run the in-image test suite on every stand-in build
 	@for profile in $$($(PUDEV) profiles); do $(PUDEV) test --profile $$profile || exit 1; done
 
-test: venv host-setup ## every test: lint gates, unit, and e2e (real engine, real image build)
-	$(PYTEST)
+check: venv ## the quick loop for everyday work: lint gates and unit tests, no engine (under a minute)
+	$(PYTEST) tests/lint tests/unit
+
+# --times-report=PATH as one word: apart, pytest would take PATH for a test path before tests/conftest.py declares the option.
+test: venv host-setup ## every test: lint gates, unit, and e2e (real engine, real image build); times in reports/
+	$(PYTEST) --times-report=reports/test-times.json
 
 lint: venv ## the lint gates only (ruff, mypy, shellcheck, hadolint, workflow schema)
 	$(PYTEST) tests/lint
@@ -72,6 +76,9 @@ bench-ext: venv host-setup standins ## compile a real CUDA extension in each pro
 	@for profile in $$($(PUDEV) profiles); do \
 		$(PUDEV) build --profile $$profile && \
 		$(PUDEV) bench-ext --profile $$profile --out reports/bench-ext-$$profile.json || exit 1; done
+
+dist-stress: venv ## run `pudev dist` (2 gloo ranks) RUNS times (30) per built profile under --cpus 1 (benchmarks/dist-stress.json)
+	sh scripts/dist-stress.sh $(if $(RUNS),-n $(RUNS)) $(OUT)
 
 clean: ## remove the virtual environment and the locally built images (keeps stand-ins)
 	-$(PUDEV) clean 2>/dev/null

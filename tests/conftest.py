@@ -10,9 +10,11 @@ this file.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +25,8 @@ SEED = pytest.StashKey[int]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--seed", type=int, default=None,
                      help=f"seed for the tests' random choices (default: ${SEED_VARIABLE}, else from the clock)")
+    parser.addoption("--times-report", default="", metavar="PATH",
+                     help="write each test's duration, the totals per file and the run's wall time here (JSON)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -33,6 +37,9 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"{SEED_VARIABLE}={text!r}: a seed is a non-negative integer")
         seed = int(text) if text else time.time_ns() // 1000 % 1_000_000
     config.stash[SEED] = seed
+    target = config.getoption("times_report")
+    if target:
+        config.pluginmanager.register(TimesRecorder(Path(target)), "pudev-times-report")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -50,3 +57,29 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
 def rng(request: pytest.FixtureRequest) -> random.Random:
     """This test's random source: the run's seed and the test's node id decide every value it draws."""
     return random.Random(f"{request.config.stash[SEED]}:{request.node.nodeid}")
+
+
+# The run's test times as data (pudev/devtools/testtimes.py), written by `--times-report PATH` (`make test`
+# passes it): each test's setup, call and teardown together, and the whole session's wall time.
+class TimesRecorder:
+    def __init__(self, target: Path) -> None:
+        self.target, self.started = target, time.monotonic()
+        self.seconds: dict[str, float] = {}
+        self.outcomes: dict[str, str] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+        worst = self.outcomes.get(report.nodeid, "passed")
+        if report.failed:
+            worst = "failed" if report.when == "call" else "error"
+        elif report.skipped and worst == "passed":
+            worst = "skipped"
+        self.outcomes[report.nodeid] = worst
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        from pudev.devtools.testtimes import TestTime, machine, summarize
+
+        times = [TestTime(nodeid, seconds, self.outcomes[nodeid]) for nodeid, seconds in self.seconds.items()]
+        report = summarize(times, total_s=time.monotonic() - self.started, description=machine(), when=time.time())
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.target.write_text(json.dumps(report, indent=1) + "\n")

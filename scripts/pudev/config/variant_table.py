@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pudev.common.generated import replace_block
 from pudev.common.table import render_table
 from pudev.config.model import Matrix, Variant
 
@@ -33,9 +34,4 @@ MARKERS = ("<!-- variants:start -->\n", "\n<!-- variants:end -->")
 
 def with_table(readme: str, matrix: Matrix) -> str:
     """The README text with its generated variant table replaced (unchanged without the markers)."""
-    start, end = MARKERS
-    if start not in readme or end not in readme:
-        return readme
-    before, rest = readme.split(start, 1)
-    _, after = rest.split(end, 1)
-    return f"{before}{start}{variants_markdown(matrix)}{end}{after}"
+    return replace_block(readme, MARKERS, variants_markdown(matrix))

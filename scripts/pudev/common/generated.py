@@ -1,0 +1,22 @@
+"""Generated blocks inside hand-written files: the text between a start and an end marker is
+rendered from data (the matrix, a benchmark file) and replaced whole, so tests can compare it."""
+
+from __future__ import annotations
+
+
+def replace_block(text: str, markers: tuple[str, str], body: str) -> str:
+    """`text` with the block between `markers` replaced by `body` (unchanged without the markers)."""
+    start, end = markers
+    if start not in text or end not in text:
+        return text
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
+    return f"{before}{start}{body}{end}{after}"
+
+
+def block(text: str, markers: tuple[str, str]) -> str | None:
+    """The generated block's current body, or None without the markers."""
+    start, end = markers
+    if start not in text or end not in text:
+        return None
+    return text.split(start, 1)[1].split(end, 1)[0]

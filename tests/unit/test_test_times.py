@@ -1,0 +1,58 @@
+"""The test-time report (pudev/devtools/testtimes.py) and its committed copy: the README's table is rendered
+from benchmarks/test-times.json, and the report says where the suite stands against the proof's budget."""
+
+from __future__ import annotations
+
+import json
+
+from pudev.common.generated import block
+from pudev.devtools.testtimes import BUDGET_S, MARKERS, SLOWEST, TestTime, markdown, summarize, with_times
+from pudev.paths import REPO_ROOT
+
+COMMITTED = REPO_ROOT / "benchmarks" / "test-times.json"
+MACHINE = {"cpus": 2, "memory_gib": 23.5, "cpu_model": "x", "kernel": "6", "python": "3.11"}
+
+
+def _times(count: int) -> list[TestTime]:
+    return [TestTime(f"tests/{'e2e' if n % 3 else 'unit'}/test_{n % 5}.py::test_{n}", float(n), "passed")
+            for n in range(count)]
+
+
+def test_the_report_has_the_slowest_tests_the_files_and_the_wall_time() -> None:
+    times = [*_times(30), TestTime("tests/unit/test_0.py::test_x", 0.5, "failed")]
+    report = summarize(times, total_s=1234.56, description=MACHINE, when=0)
+    assert report["total_s"] == 1234.6 and report["budget_s"] == BUDGET_S == 1800
+    assert report["tests"] == 31 and report["outcomes"] == {"passed": 30, "failed": 1}
+    assert [row["seconds"] for row in report["slowest"]] == [float(n) for n in range(29, 29 - SLOWEST, -1)]
+    assert sum(row["tests"] for row in report["files"]) == 31
+    assert round(sum(row["seconds"] for row in report["files"]), 1) == round(sum(range(30)) + 0.5, 1)
+    assert [row["seconds"] for row in report["files"]] == sorted((row["seconds"] for row in report["files"]),
+                                                                 reverse=True)
+    assert report["machine"] == MACHINE and report["date"] == "1970-01-01"
+
+
+def test_the_table_states_the_budget_and_groups_the_small_files() -> None:
+    times = [TestTime("tests/e2e/test_big.py::a", 300.0, "passed"), TestTime("tests/unit/test_a.py::b", 2.0, "passed"),
+             TestTime("tests/unit/test_b.py::c", 3.0, "passed")]
+    text = markdown(summarize(times, total_s=900, description=MACHINE, when=0))
+    assert "3 tests in **15 min 00 s**, 50% of the 30 min 00 s budget for `.ci/run`" in text
+    assert "| `tests/e2e/test_big.py` | 1 | 300 |" in text and "| 2 other files | 2 | 5 |" in text
+
+
+def test_the_committed_report_is_a_full_run_inside_the_budget() -> None:
+    report = json.loads(COMMITTED.read_text())
+    assert report["outcomes"].get("failed", 0) == 0 and report["outcomes"].get("error", 0) == 0
+    assert report["tests"] > 400 and len(report["slowest"]) == SLOWEST
+    assert {row["file"].split("/")[1] for row in report["files"]} >= {"lint", "unit", "e2e"}
+    assert report["total_s"] <= report["budget_s"], "the committed run is over the proof's budget"
+
+
+def test_the_readme_table_is_rendered_from_the_committed_report() -> None:
+    readme = (REPO_ROOT / "README.md").read_text()
+    current = block(readme, MARKERS)
+    assert current is not None, "README.md lost its <!-- test-times:start/end --> markers"
+    report = json.loads(COMMITTED.read_text())
+    assert current == markdown(report), ("README's test-time table is stale: copy a warm `make test`'s "
+                                         "reports/test-times.json to benchmarks/, then re-render it "
+                                         "(python -m pudev.devtools.testtimes)")
+    assert with_times(readme, report) == readme
