@@ -72,8 +72,9 @@ def _minutes(seconds: float) -> str:
 def markdown(report: dict[str, Any]) -> str:
     """The docs' test-time table: the run against the budget, then the files that cost a minute or more."""
     total, budget, box = float(report["total_s"]), float(report["budget_s"]), report["machine"]
+    outcomes = ", ".join(f"{count} {name}" for name, count in sorted(report["outcomes"].items()))
     lines = [f"Measured {report['date']} on {box['cpus']} CPUs and {box['memory_gib']} GiB "
-             f"(`benchmarks/test-times.json`): {report['tests']} tests in **{_minutes(total)}**, "
+             f"(`benchmarks/test-times.json`): {report['tests']} tests ({outcomes}) in **{_minutes(total)}**, "
              f"{100 * total / budget:.0f}% of the {_minutes(budget)} budget for `.ci/run`.",
              "", "| file | tests | seconds |", "|---|---|---|"]
     heavy = [row for row in report["files"] if row["seconds"] >= 60]
