@@ -76,6 +76,7 @@ def run_image_tests(image: str, *, timeout: float, half: str = "all", junit: Pat
     """Run the suite in `image` (present locally). `half`: all, cpu or gpu (gpu demands a GPU)."""
     docker.require_daemon()
     sweep()
+    image_id = docker.image_id(image)  # before the run: a tag moved meanwhile must not get this run's pass
     gpus = docker.has_gpu_runtime()
     print(f"pudev: testing {image} ({half}) {'with' if gpus else 'without'} GPUs", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="pudev-report-") as report_dir:
@@ -96,12 +97,11 @@ def run_image_tests(image: str, *, timeout: float, half: str = "all", junit: Pat
         _require_daemon_still_up(image)
     outcome = SuiteOutcome(code=code, gpus=gpus, counts=counts)
     if not pytest_args:  # a partial run proves no half
-        _remember_passes(image, outcome)
+        _remember_passes(image_id, outcome)
     return outcome
 
 
-def _remember_passes(image: str, outcome: SuiteOutcome) -> None:
-    image_id = docker.image_id(image)
+def _remember_passes(image_id: str | None, outcome: SuiteOutcome) -> None:
     for name in HALVES:
         if image_id is not None and outcome.code == 0 and outcome.half_passed(name):
             localpasses.remember(image_id, name, outcome.counts[name])
