@@ -29,6 +29,7 @@ def test_the_report_has_the_slowest_tests_the_files_and_the_wall_time() -> None:
     assert [row["seconds"] for row in report["files"]] == sorted((row["seconds"] for row in report["files"]),
                                                                  reverse=True)
     assert report["machine"] == MACHINE and report["date"] == "1970-01-01"
+    assert report["durations"] == {item.nodeid: item.seconds for item in times}  # every test, not only the slowest
 
 
 def test_the_table_states_the_budget_and_groups_the_small_files() -> None:

@@ -61,7 +61,7 @@ def summarize(times: list[TestTime], *, total_s: float, description: dict[str, A
     return {"date": time.strftime("%Y-%m-%d", time.gmtime(when)), "machine": description,
             "total_s": round(total_s, 1), "budget_s": BUDGET_S, "tests": len(times), "outcomes": dict(outcomes),
             "slowest": [{"test": item.nodeid, "seconds": round(item.seconds, 1)} for item in slowest],
-            "files": per_file}
+            "files": per_file, "durations": {item.nodeid: round(item.seconds, 2) for item in times}}
 
 
 def _minutes(seconds: float) -> str:
