@@ -33,8 +33,17 @@ export PUDEV_REQUIRE_GPU=1 PUDEV_RECORD="$work/image.json" PUDEV_TESTS_DIR="$rep
 nvcc=$(command -v nvcc || true)
 CUDA_HOME=${CUDA_HOME:-${nvcc:+$(dirname "$(dirname "$nvcc")")}}
 export CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
-cuda=$("$python" -c 'import torch; print(torch.version.cuda or "cpu")')
-torch=$("$python" -c 'import torch; print(torch.__version__.split("+")[0])')
+# torch's CUDA and release, this GPU's architecture (8.0 without one), and the C++ standard torch
+# builds extensions with (C++20 from 2.12): one interpreter, since each torch import costs seconds.
+facts=$("$python" -c 'import torch
+release = torch.__version__.split("+")[0]
+arch = "%d.%d" % torch.cuda.get_device_capability() if torch.cuda.is_available() else "8.0"
+newer = tuple(int(part) for part in release.split(".")[:2]) >= (2, 12)
+print(torch.version.cuda or "cpu", release, arch, "c++20" if newer else "c++17")') ||
+    { echo "gpu-check: $python cannot import torch; set PYTHON to the interpreter that has it" >&2; exit 1; }
+read -r cuda torch arch cxx <<FACTS
+$facts
+FACTS
 pyversion=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 toolkit=$("$python" -c 'import os; from pudev.image.verify_facts import toolkit_version as v
 print(v(os.environ["CUDA_HOME"]) or "")')
@@ -43,9 +52,6 @@ toolkit=${toolkit:-$cuda}
 max_gcc=$(sed -n 's/.*gcc versions later than \([0-9]*\) are not supported.*/\1/p' \
     "$CUDA_HOME"/include/crt/host_config.h 2>/dev/null | head -n 1)
 max_gcc=${max_gcc:-$(g++ -dumpversion 2>/dev/null | cut -d. -f1)}
-# This GPU's architecture, and the C++ standard this torch builds extensions with (C++20 from 2.12).
-arch=$("$python" -c 'import torch; print("%d.%d" % torch.cuda.get_device_capability() if torch.cuda.is_available() else "8.0")')
-cxx=$("$python" -c 'import torch; v = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]); print("c++20" if v >= (2, 12) else "c++17")')
 : > "$work/no-lock.txt"  # the machine's packages are its own: nothing was installed from a lock
 # The record as a plan would hand it to the build (pudev.building.record), of what this machine has.
 planned=$("$python" - "$torch" "$cuda" "$pyversion" "$toolkit" "$arch" "$cxx" "${max_gcc:-0}" <<'EOF'

@@ -2,7 +2,8 @@
 ($PUDEV_TEST_CACHE, by default $XDG_CACHE_HOME or ~/.cache, then pudev-tests):
 
 - each image's layer listing, by image id (an id names every layer's content, so a listing
-  never goes stale; `docker save` of a 7 GB image is a minute);
+  never goes stale; `docker save` of a 7 GB image is a minute), where the engine's storage
+  cannot list the layers itself (overlay_layers: seconds, so nothing is kept);
 - the release tests' registry storage, so a layer that did not change is never sent again:
   `docker push` asks whether the candidate repository has each blob (HEAD, through the
   storage host's redirect) and skips the ones it has.
@@ -20,6 +21,8 @@ import os
 import shutil
 from dataclasses import asdict
 from pathlib import Path
+
+import overlay_layers
 
 from pudev.engine import docker
 from pudev.engine.layers import Layer, read_layers
@@ -39,20 +42,29 @@ def kept_storage_dir() -> Path:
 
 
 def layers_by_id(image: str, image_id: str) -> list[Layer]:
-    """read_layers(image), kept under its image id (`image` must still be that id)."""
+    """read_layers(image) (`image` must still be `image_id`): from the storage where it can list them,
+    else from the save, kept under the image id."""
+    listed = overlay_layers.read_layers(image)
+    if listed is not None:
+        _require_still(image, image_id)
+        return listed
     path = cache_dir() / "layers" / f"{image_id.removeprefix('sha256:')}.json"
     try:
         return [Layer(**entry) for entry in json.loads(path.read_text())]
     except (OSError, ValueError, TypeError):
         pass
     layers = read_layers(image)
-    if docker.image_id(image) != image_id:
-        raise AssertionError(f"{image} moved to another image while its layers were read")
+    _require_still(image, image_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(f".{os.getpid()}.tmp")
     temporary.write_text(json.dumps([asdict(layer) for layer in layers]))
     temporary.replace(path)
     return layers
+
+
+def _require_still(image: str, image_id: str) -> None:
+    if docker.image_id(image) != image_id:
+        raise AssertionError(f"{image} moved to another image while its layers were read")
 
 
 def _size(folder: Path) -> int:

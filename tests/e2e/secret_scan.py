@@ -9,23 +9,13 @@ only to name what was found."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import tarfile
 from pathlib import Path
 
+from overlay_layers import layer_folders
+
 from pudev.engine import docker
-
-
-def layer_folders(image: str) -> list[Path] | None:
-    """The folder of each of `image`'s layers, top first (overlay2), or None where there are none to read."""
-    info = docker.inspect_image(image)
-    driver = (info or {}).get("GraphDriver") or {}
-    data = driver.get("Data") or {}
-    if driver.get("Name") != "overlay2" or not data.get("UpperDir"):
-        return None
-    folders = [Path(data["UpperDir"]), *(Path(part) for part in (data.get("LowerDir") or "").split(":") if part)]
-    return folders if all(os.access(folder, os.R_OK | os.X_OK) for folder in folders) else None
 
 
 def new_layer_folders(image: str, older: str) -> list[Path] | None:
