@@ -1,9 +1,11 @@
 """OCI labels for a build, from the variant and the git checkout.
 
-`created` is the commit time, not the wall clock, so rebuilding the same source
-gives the same image id (and its recorded test pass stays valid). Labels hold
-only what may be published: the source is a repository URL or absent, never a
-local path.
+The revision is the last commit that changed the build context (the allowlist
+in .dockerignore), not HEAD: a commit to docs or host-side tests leaves every
+image byte, and so the image id, its registry layers and its recorded test
+passes, as they were. `created` is that commit's time, not the wall clock, for
+the same reason. Labels hold only what may be published: the source is a
+repository URL or absent, never a local path.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ _URL = re.compile(r"^https?://[\w.-]+(:\d+)?/[\w./-]+$")
 
 @dataclass(frozen=True)
 class SourceInfo:
-    revision: str  # full commit id, "-dirty" appended when the tree has changes
+    revision: str  # the build context's last commit, "-dirty" appended when the context has changes
     created: str  # RFC 3339 commit time
     url: str  # https://host/owner/repo, or "" when the checkout has no public remote
 
@@ -39,14 +41,24 @@ def _git(*args: str) -> str:
     return result.stdout.strip() if result.returncode == 0 else ""
 
 
+def context_paths() -> list[str]:
+    """What the build context holds: .dockerignore's `!PATH` lines (it ignores everything else)."""
+    dockerignore = REPO_ROOT / ".dockerignore"
+    lines = dockerignore.read_text(encoding="utf-8").splitlines() if dockerignore.is_file() else []
+    paths = [line.strip()[1:] for line in lines if line.strip().startswith("!")]
+    return paths or ["."]  # no allowlist: the whole checkout is the context
+
+
 def source_info() -> SourceInfo:
-    revision = _git("rev-parse", "HEAD") or "unknown"
-    if revision != "unknown" and _git("status", "--porcelain", "--untracked-files=no"):
+    paths = ["--", *context_paths()]
+    revision = _git("log", "-1", "--format=%H", *paths) or "unknown"
+    # Untracked files count: the context sends them too (ignored ones are in neither).
+    if revision != "unknown" and _git("status", "--porcelain", *paths):
         revision += "-dirty"
     # SOURCE_DATE_EPOCH (reproducible-builds convention) wins; a checkout without commits uses today.
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
     created = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(epoch))) if epoch.isdigit()
-               else _git("log", "-1", "--format=%cI") or time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime()))
+               else _git("log", "-1", "--format=%cI", *paths) or time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime()))
     url = public_url(os.environ.get("PUDEV_SOURCE_URL") or _git("remote", "get-url", "origin"))
     return SourceInfo(revision=revision, created=created, url=url)
 

@@ -1,0 +1,55 @@
+"""The revision an image records is the build context's last commit: a commit elsewhere leaves the
+image id (and its registry layers and recorded test passes) as they were; one inside changes it."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pudev.building import labels
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _commit(root: Path, relative: str, text: str) -> str:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    _git(root, "add", relative)
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", relative)
+    return _git(root, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    _git(tmp_path, "init", "-q")
+    monkeypatch.setattr(labels, "REPO_ROOT", tmp_path)
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    _commit(tmp_path, ".dockerignore", "*\n!docker/\n!scripts/pudev/\n**/__pycache__\n")
+    return tmp_path
+
+
+def test_the_context_is_the_dockerignore_allowlist(checkout: Path) -> None:
+    assert labels.context_paths() == ["docker/", "scripts/pudev/"]
+
+
+def test_a_commit_outside_the_context_keeps_the_revision(checkout: Path) -> None:
+    inside = _commit(checkout, "docker/Dockerfile", "FROM scratch\n")
+    created = labels.source_info().created
+    _commit(checkout, "README.md", "docs\n")
+    _commit(checkout, "tests/e2e/test_x.py", "x = 1\n")
+    assert labels.source_info().revision == inside and labels.source_info().created == created
+    (checkout / "README.md").write_text("an edit outside the context\n")
+    assert labels.source_info().revision == inside
+
+
+def test_a_change_inside_the_context_moves_or_dirties_the_revision(checkout: Path) -> None:
+    _commit(checkout, "docker/Dockerfile", "FROM scratch\n")
+    later = _commit(checkout, "scripts/pudev/tool.py", "x = 1\n")
+    assert labels.source_info().revision == later
+    (checkout / "scripts/pudev/new.py").write_text("y = 2\n")  # untracked, yet sent with the context
+    assert labels.source_info().revision == f"{later}-dirty"
