@@ -7,10 +7,15 @@ import shutil
 import subprocess
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+from realistic_registry import RealisticRegistry
+
+from pudev.building.labels import context_paths
 from pudev.config.model import Variant
 from pudev.config.selection import Selection, resolve
 from pudev.engine import docker
@@ -18,6 +23,10 @@ from pudev.engine.containers import TRACKED_LABEL
 from pudev.paths import REPO_ROOT
 
 PUDEV = [sys.executable, "-m", "pudev.cli"]
+# The engine probes health first one interval after the start (the image's 10 s), so a server up in 5 s
+# reads healthy at 10 s. Tests that wait for health probe every second instead; the image's own timing is
+# what test_clients.py's Compose service waits through.
+QUICK_HEALTH = ["--health-interval", "1s"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,7 @@ def run_removed(image: str, options: Sequence[str], command: Sequence[str], *, t
 def build_context_copy(tmp_path: Path) -> Path:
     """What the build context holds, so a test can change its own copy (PUDEV_ROOT=copy)."""
     root = tmp_path / "repo"
-    for relative in ("docker", "requirements", "scripts/pudev", "tests/image"):
+    for relative in context_paths():
         shutil.copytree(REPO_ROOT / relative, root / relative, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO_ROOT / ".dockerignore", root / ".dockerignore")
     return root
@@ -101,3 +110,30 @@ class Profiles:
             self.suites[profile] = SuiteRun(returncode=result.returncode, junit=junit,
                                             output=result.stdout + result.stderr)
         return self.suites[profile]
+
+
+@contextmanager
+def registry_client(registry: RealisticRegistry) -> Iterator[None]:
+    """The engine, pudev and this process reach the registry as a user's machine does: the CA through
+    certs.d (the daemon) and the usual CA variables (pudev), the login through the helper. Afterwards no
+    name under the throwaway registry stays in the engine (it would keep old images alive next run)."""
+    registry.install_daemon_ca()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in registry.env().items():
+                patch.setenv(name, value)
+            yield
+    finally:
+        listed = docker.run(["images", "--digests", "--format", "{{.Repository}} {{.Tag}} {{.Digest}}"]).stdout
+        names = [f"{repository}:{tag}" if tag != "<none>" else f"{repository}@{digest}"
+                 for repository, tag, digest in (line.split() for line in listed.splitlines())
+                 if repository.startswith((registry.address + "/", registry.proxy_address + "/"))]
+        if names:
+            docker.run(["rmi", *names], check=False)
+
+
+def push_candidate(registry: RealisticRegistry, *extra: str) -> tuple[str, str]:
+    """`pudev push --profile local` (inside registry_client): the candidate by digest, and its candidate tag."""
+    out = run_pudev("push", "--profile", "local", "--registry", registry.address, *extra, check=True).stdout
+    line = next(text for text in out.splitlines() if text.startswith("candidate "))
+    return line.split()[1], line.split()[3].rstrip(")")

@@ -1,12 +1,16 @@
 """Rootless podman as the dedicated non-root host user that `scripts/host-setup.sh podman`
-makes, and the Docker engine's image copied into that user's storage once per image id."""
+makes, and the Docker engine's image brought into that user's storage once per image id: pulled
+by digest from a registry, as a cluster node gets it, so only the layers podman lacks travel."""
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import pwd
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,9 +21,8 @@ PODMAN_USER = os.environ.get("PUDEV_PODMAN_USER", "pudev-podman")
 # What rootless podman needs here: slirp4netns cannot open /dev/net/tun (root-only), so no
 # network; and there is no systemd to run the image's HEALTHCHECK timer (podman logs an error).
 RUN_OPTIONS = ("--userns=keep-id", "--network", "none", "--no-healthcheck")
-# `podman load` copies stdin to a temporary file and stages every new blob before it applies
-# the layers: about 3x the image's size at its peak (measured: 21.5 GB for a 7.45 GB image).
-# Afterwards 2x stays: the image, and the id-shifted copy the first keep-id run makes of it.
+# A pull stages each new compressed blob before it applies the layer, and the first keep-id run
+# makes an id-shifted copy of the image: about 3x the image's size where nothing is shared.
 DISK_FACTOR = 3
 
 
@@ -54,36 +57,36 @@ class RootlessPodman:
     def has_image(self, image_id: str) -> bool:
         return self.run("image", "exists", image_id, check=False).returncode == 0
 
-    def ensure_image(self, tag: str, image_id: str, *, timeout: float = 1800) -> bool:
-        """Make the Docker engine's `tag` (whose id is `image_id`) present here; True when it was loaded.
+    def pull(self, ref: str, image_id: str, *, tag: str, ca_file: Path, login: tuple[str, str],
+             timeout: float = 1800) -> None:
+        """`podman pull REF` (by digest) over TLS with token auth; tagged `tag` afterwards, so the image
+        it replaces is left unnamed and pruned with its keep-id copy (about 15 GB together).
 
-        Cached by image id: podman keeps the id Docker gave the image (both are the config's digest),
-        so a rebuild that changes nothing costs one `podman image exists`."""
-        if self.has_image(image_id):
-            return False
+        A layer this storage holds from an earlier pull is not fetched again: podman knows it by its
+        compressed digest, which a changed image's unchanged layers keep."""
         if not self._disk_suffices(tag):
-            # The image under this tag is stale. Kept, its layers would spare the load what the two
-            # share; where that does not fit, it goes first, with its keep-id copy.
-            self.run("rmi", "--force", tag, check=False)
+            self.run("rmi", "--force", tag, check=False)  # stale: its shared layers then travel again
             self._require_disk(tag)
-        # By tag, not id: an archive saved by id carries no name, and an unnamed image is dangling.
-        save = subprocess.Popen([docker.docker_cli(), "save", tag], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=docker.docker_env())
-        load = subprocess.run(self.command("load"), stdin=save.stdout, capture_output=True, text=True,
-                              timeout=timeout, check=False, cwd=self.home)
-        assert save.stdout is not None and save.stderr is not None
-        save.stdout.close()
-        saved = save.wait()
-        save_error = save.stderr.read().decode()
-        if saved != 0 or load.returncode != 0:
-            raise AssertionError(f"docker save {tag} | podman load as {self.user}: docker exit {saved} "
-                                 f"({docker.last_line(save_error)}), podman exit {load.returncode}:\n"
-                                 f"{load.stderr[-3000:]}")
+        host = ref.split("/", 1)[0]
+        with tempfile.TemporaryDirectory(prefix="pudev-podman-pull-") as folder:
+            # The user reads the CA and its login from here; the login never appears on a command line.
+            os.chmod(folder, 0o711)
+            certs = Path(folder) / "certs"
+            certs.mkdir(mode=0o755)
+            shutil.copy(ca_file, certs / "ca.crt")
+            (certs / "ca.crt").chmod(0o644)
+            authfile = Path(folder) / "auth.json"
+            encoded = base64.b64encode(":".join(login).encode()).decode()
+            authfile.write_text(json.dumps({"auths": {host: {"auth": encoded}}}))
+            authfile.chmod(0o600)
+            os.chown(authfile, self.uid, -1)
+            self.run("pull", "--quiet", "--cert-dir", str(certs), "--authfile", str(authfile), ref,
+                     timeout=timeout)
         if not self.has_image(image_id):
-            raise AssertionError(f"podman loaded {tag} but has no image {image_id}: the tag moved during the save")
-        # The image this one replaced kept no name: drop it and its keep-id copy (about 15 GB together).
+            raise AssertionError(f"podman pulled {ref} but has no image {image_id}: the tag moved since the push")
+        self.run("untag", image_id)  # the registry's name: that registry is gone by the next run
+        self.run("tag", image_id, tag)
         self.run("image", "prune", "--force")
-        return True
 
     def _disk_suffices(self, tag: str) -> bool:
         return shutil.disk_usage(self.home).free >= DISK_FACTOR * _size(tag)

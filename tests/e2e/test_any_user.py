@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 
 import pytest
-from e2e_support import LocalImage, run_removed
+from e2e_support import QUICK_HEALTH, LocalImage, run_removed
 from jupyter_client_lite import JupyterServer, free_port
 
 from pudev.engine.containers import TrackedContainer
@@ -82,7 +82,7 @@ def test_jupyterlab_starts_for_any_user_and_wants_the_token(local_image: LocalIm
     options, command = JUPYTER_RUNS[run]
     token, port = secrets.token_hex(16), free_port()
     container = TrackedContainer(local_image.tag, purpose="anyuser-jupyter", options=[
-        "--publish", f"127.0.0.1:{port}:8888", "--env", f"JUPYTER_TOKEN={token}", *options])
+        *QUICK_HEALTH, "--publish", f"127.0.0.1:{port}:8888", "--env", f"JUPYTER_TOKEN={token}", *options])
     with container:
         container.start(command)
         assert container.wait_for(HEALTH, "healthy", timeout=180) == "healthy", container.logs()[-3000:]

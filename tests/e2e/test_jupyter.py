@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from e2e_support import LocalImage, profile_variant
+from e2e_support import QUICK_HEALTH, LocalImage, profile_variant
 from jupyter_client_lite import JupyterServer, free_port, notebook
 
 from pudev.engine.containers import TrackedContainer
@@ -21,7 +21,7 @@ HEALTH = "{{.State.Health.Status}}"
 def _start(image: LocalImage, *, container_port: int = 8888, env: dict[str, str] | None = None
            ) -> tuple[TrackedContainer, int]:
     port = free_port()
-    options = ["--publish", f"127.0.0.1:{port}:{container_port}"]
+    options = [*QUICK_HEALTH, "--publish", f"127.0.0.1:{port}:{container_port}"]
     for key, value in (env or {}).items():
         options += ["--env", f"{key}={value}"]
     container = TrackedContainer(image.tag, purpose="jupyter", options=options)
@@ -137,8 +137,8 @@ def _hardened_options() -> list[str]:
 
 def test_hardened_run_serves_and_runs_a_kernel(local_image: LocalImage) -> None:
     port = free_port()
-    options = [*_hardened_options(), "--tmpfs", "/workspace:uid=1000,gid=1000", "--publish", f"127.0.0.1:{port}:8888",
-               "--env", "JUPYTER_TOKEN=hardened"]
+    options = [*_hardened_options(), *QUICK_HEALTH, "--tmpfs", "/workspace:uid=1000,gid=1000",
+               "--publish", f"127.0.0.1:{port}:8888", "--env", "JUPYTER_TOKEN=hardened"]
     container = TrackedContainer(local_image.tag, purpose="hardened", options=options)
     container.start()
     with container:

@@ -3,7 +3,9 @@
 
 The user, its subordinate ids and its storage (native overlay: vfs would copy every layer in
 full, about 106 GB per image) come from `scripts/host-setup.sh podman`. The image reaches that
-user's storage once per image id (`docker save | podman load`), so a warm run only runs the suite.
+user's storage once per image id, pulled by digest from the realistic registry (TLS, token auth,
+redirected blobs) whose storage is kept between runs: after an edit only the changed layers are
+pushed and pulled, and a warm run only runs the suite.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from e2e_support import LocalImage
+from e2e_support import LocalImage, push_candidate, registry_client
 from podman_engine import RUN_OPTIONS, RootlessPodman
 
 from pudev.devtools.standins import load_standins
@@ -47,8 +49,15 @@ def podman(docker_engine: str) -> RootlessPodman:
 
 
 @pytest.fixture(scope="module")
-def podman_image(podman: RootlessPodman, local_image: LocalImage) -> str:
-    podman.ensure_image(local_image.tag, local_image.image_id)
+def podman_image(podman: RootlessPodman, local_image: LocalImage, request: pytest.FixtureRequest) -> str:
+    """The local build in podman's storage under its image id (both engines name an image by its config's
+    digest). Only when podman lacks it is the registry started, the build pushed and then pulled."""
+    if not podman.has_image(local_image.image_id):
+        registry = request.getfixturevalue("kept_registry")
+        with registry_client(registry):
+            ref, _ = push_candidate(registry)
+        podman.pull(ref, local_image.image_id, tag=local_image.tag, ca_file=registry.ca_file,
+                    login=("pusher", registry.password("pusher")))
     return local_image.image_id
 
 

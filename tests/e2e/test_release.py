@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
-from e2e_support import LocalImage, SuiteRun, profile_variant, run_pudev
+from e2e_support import LocalImage, SuiteRun, profile_variant, push_candidate, registry_client, run_pudev
 from realistic_registry import RealisticRegistry
 
 from pudev.engine import docker
@@ -46,35 +46,11 @@ def _timed(step: str, started: float) -> None:
 @pytest.fixture(scope="module")
 def registry(kept_registry: RealisticRegistry, docker_engine: str,
              report_dir: Path) -> Iterator[RealisticRegistry]:
-    """The engine, pudev and this process all reach the registry as a user's machine does: the CA
-    through certs.d (the daemon) and the usual CA variables (pudev), the login through the helper."""
-    kept_registry.install_daemon_ca()
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in kept_registry.env().items():
-            patch.setenv(name, value)
+    with registry_client(kept_registry):
         yield kept_registry
-        _forget_images(kept_registry)
+    docker.run(["rmi", f"{BROKEN_IMAGE}:{profile_variant('local').name}"], check=False)
     (report_dir / "publish-timings.json").write_text(json.dumps(TIMINGS, indent=2) + "\n")
     print(f"publish timings (s): {TIMINGS}")
-
-
-def _forget_images(registry: RealisticRegistry) -> None:
-    """Names under this throwaway registry would keep old images alive on the next run's engine."""
-    listed = docker.run(["images", "--digests", "--format", "{{.Repository}} {{.Tag}} {{.Digest}}"]).stdout
-    names = []
-    for repository, tag, digest in (line.split() for line in listed.splitlines()):
-        if repository.startswith((registry.address + "/", registry.proxy_address + "/")):
-            names.append(f"{repository}:{tag}" if tag != "<none>" else f"{repository}@{digest}")
-    if names:
-        docker.run(["rmi", *names], check=False)
-    docker.run(["rmi", f"{BROKEN_IMAGE}:{profile_variant('local').name}"], check=False)
-
-
-def _push(registry: RealisticRegistry, *extra: str) -> tuple[str, str]:
-    out = run_pudev("push", "--profile", "local", "--registry", registry.address, *extra, check=True).stdout
-    line = next(text for text in out.splitlines() if text.startswith("candidate "))
-    ref, tag = line.split()[1], line.split()[3].rstrip(")")
-    return ref, tag
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +59,7 @@ def pushed(local_image: LocalImage, image_suite: SuiteRun, registry: RealisticRe
     assert image_suite.returncode == 0, "release tests need the image suite to have passed"
     started = time.monotonic()
     try:
-        return _push(registry)
+        return push_candidate(registry)
     finally:
         _timed("push (7 GB candidate, daemon; unchanged layers kept from earlier runs)", started)
 
@@ -135,7 +111,7 @@ def _release(registry: RealisticRegistry) -> str:
 
 def test_push_sends_a_build_once(candidate: str, registry: RealisticRegistry, tmp_path: Path) -> None:
     blobs = registry.blob_count()
-    again, _ = _push(registry, "--ref-file", str(tmp_path / "ref"))
+    again, _ = push_candidate(registry, "--ref-file", str(tmp_path / "ref"))
     assert again == candidate and (tmp_path / "ref").read_text().strip() == candidate
     assert registry.blob_count() == blobs
     assert candidate.startswith(f"{registry.address}/{_release(registry)}-candidates@sha256:")
@@ -169,7 +145,7 @@ def test_a_failed_candidate_is_refused(local_image: LocalImage, registry: Realis
                   "USER 1000\n")
     subprocess.run([docker.docker_cli(), "build", "--quiet", "-t", broken, "-"], input=dockerfile, text=True,
                    capture_output=True, check=True, env=docker.docker_env())
-    ref, _ = _push(registry, "--set", f"image={BROKEN_IMAGE}")
+    ref, _ = push_candidate(registry, "--set", f"image={BROKEN_IMAGE}")
     # --reuse-local-pass as the other release tests pass it: another image id, so the suite really runs here.
     tested = run_pudev("test", ref, "--cpu-only", "--reuse-local-pass", timeout=1800)
     assert tested.returncode != 0 and "already passed here" not in tested.stdout
