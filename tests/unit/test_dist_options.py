@@ -34,12 +34,24 @@ def _args(*argv: str) -> argparse.Namespace:
 ])
 def test_bad_options_are_one_line(argv: list[str], gpus: int, message: str) -> None:
     with pytest.raises(PudevError, match=re.escape(message)) as raised:
-        resolve(_args(*argv), gpus)
+        resolve(_args(*argv), lambda: gpus)
     assert "\n" not in str(raised.value)
 
 
+def _uncountable() -> int:
+    raise AssertionError("the GPUs were counted (torch imported) before the options were checked")
+
+
+@pytest.mark.parametrize("argv", [["--nnodes", "0"], ["--nnodes", "2"], ["--node-index", "1"], ["--max-bytes", "lots"],
+                                  ["--rdzv-endpoint", "host:0"], ["--join-timeout", "0"], ["--steps", "1"],
+                                  ["--iters", "x"], ["--nproc-per-node", "0"], ["--step-delay", "-1"]])
+def test_options_that_need_no_gpu_count_fail_before_counting(argv: list[str]) -> None:
+    with pytest.raises(PudevError):
+        resolve(_args(*argv), _uncountable)
+
+
 def test_defaults_follow_the_hardware() -> None:
-    cpu, gpu = resolve(_args(), 0), resolve(_args(), 8)
+    cpu, gpu = resolve(_args(), lambda: 0), resolve(_args(), lambda: 8)
     assert (cpu.backend, cpu.nproc_per_node, cpu.sizes[-1], cpu.endpoint) == ("gloo", 2, 4 * MIB, "127.0.0.1:29400")
     assert (gpu.backend, gpu.nproc_per_node, gpu.sizes[-1], gpu.iters) == ("nccl", 8, GIB, 20)
     assert cpu.join_timeout == 120  # not torchrun's 600 s
@@ -47,7 +59,7 @@ def test_defaults_follow_the_hardware() -> None:
 
 def test_torchrun_command_uses_c10d_and_each_nodes_address() -> None:
     settings = resolve(_args("--nnodes", "2", "--rdzv-endpoint", "127.0.0.1:29400", "--node-index", "1",
-                             "--local-addr", "127.0.0.2", "--join-timeout", "30"), 0)
+                             "--local-addr", "127.0.0.2", "--join-timeout", "30"), lambda: 0)
     args = torchrun_args(settings, Path("/tmp/run"))
     joined = " ".join(args)
     assert "--rdzv-backend c10d --rdzv-endpoint 127.0.0.1:29400" in joined and "--max-restarts 0" in joined

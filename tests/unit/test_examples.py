@@ -114,7 +114,7 @@ def test_the_command_is_valid_pudev_dist_input() -> None:
               "RDZV_ID": "pudev-dist", "LOCAL_ADDR": "10.0.0.2", "JOIN_TIMEOUT": "600"}
     words = shlex.split(re.sub(r"\$(\w+)", lambda match: values[match.group(1)], kubernetes_line()))
     assert words[:3] == ["exec", "pudev", "dist"]
-    settings = resolve(parser().parse_args(words[3:]), gpus=8)
+    settings = resolve(parser().parse_args(words[3:]), lambda: 8)
     assert (settings.nnodes, settings.nproc_per_node, settings.backend, settings.node_index) == (2, 8, "nccl", 1)
     assert (settings.local_addr, settings.join_timeout) == ("10.0.0.2", 600)
 

@@ -12,15 +12,18 @@ from pudev.image.dist.settings import parser, resolve
 from pudev.image.verify import exit_code
 
 
+def _visible_gpus() -> int:
+    import torch  # seconds: resolve() asks only once the options are known to be good
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        import torch
-
+        settings = resolve(args, _visible_gpus)
         from pudev.image.dist.launch import run
 
-        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        settings = resolve(args, gpus)
         where = f"{settings.nnodes} node(s) x {settings.nproc_per_node} ranks, {settings.backend}"
         print(f"pudev dist: {where}, rendezvous c10d at {settings.endpoint} (id {settings.rdzv_id}, join timeout "
               f"{settings.join_timeout} s), seed {settings.seed}", file=sys.stderr, flush=True)

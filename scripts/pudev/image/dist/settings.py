@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -87,33 +88,42 @@ def _endpoint(text: str, nnodes: int) -> str:
     return text
 
 
-def resolve(args: argparse.Namespace, gpus: int) -> Settings:
-    """Settings from the parsed options and the GPUs this node sees."""
+def resolve(args: argparse.Namespace, visible_gpus: Callable[[], int]) -> Settings:
+    """Settings from the parsed options and the GPUs this node sees. Every check that needs no GPU count
+    comes first: counting GPUs imports torch (seconds), and a typo should fail at once."""
     nnodes = int(_number("--nnodes", args.nnodes, 1))
+    index = None if args.node_index == "" else int(_number("--node-index", args.node_index, 0))
+    if index is not None and index >= nnodes:
+        raise PudevError(f"--node-index {index} is not below --nnodes {nnodes}")
+    try:
+        asked_largest = parse_size(args.max_bytes) if args.max_bytes else None
+    except ValueError as error:
+        raise PudevError(f"--max-bytes: {error}") from None
+    endpoint = _endpoint(args.rdzv_endpoint, nnodes)
+    join_timeout = int(_number("--join-timeout", args.join_timeout, 1))
+    op_timeout = int(_number("--op-timeout", args.op_timeout, 1))
+    asked_iters = int(_number("--iters", args.iters, 1)) if args.iters else None
+    steps, seed = int(_number("--steps", args.steps, 2)), int(_number("--seed", args.seed, 0))
+    step_delay = float(_number("--step-delay", args.step_delay, 0, float))
+    asked_nproc = None if args.nproc_per_node == "auto" else int(_number("--nproc-per-node", args.nproc_per_node, 1))
+    gpus = visible_gpus()
     backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
     if backend == "nccl" and not gpus:
         raise PudevError("--backend nccl needs a GPU and none is visible: run the container with --gpus all, "
                          "or use --backend gloo")
-    nproc = (gpus or 2) if args.nproc_per_node == "auto" else int(_number("--nproc-per-node", args.nproc_per_node, 1))
+    nproc = asked_nproc or gpus or 2
     if backend == "nccl" and nproc > gpus:
         raise PudevError(f"--nproc-per-node {nproc} asks for more ranks than the {gpus} GPU(s) here (one rank per GPU)")
-    index = None if args.node_index == "" else int(_number("--node-index", args.node_index, 0))
-    if index is not None and index >= nnodes:
-        raise PudevError(f"--node-index {index} is not below --nnodes {nnodes}")
     smallest, default_largest = GPU_SWEEP if backend == "nccl" else CPU_SWEEP
-    try:
-        largest = parse_size(args.max_bytes) if args.max_bytes else default_largest
-    except ValueError as error:
-        raise PudevError(f"--max-bytes: {error}") from None
+    largest = default_largest if asked_largest is None else asked_largest
     if largest % 4 or not 4 <= largest <= LARGEST:
         raise PudevError(f"--max-bytes must be a multiple of 4 bytes up to {human_size(LARGEST)}, "
                          f"got {args.max_bytes!r}")
-    iters = int(_number("--iters", args.iters, 1)) if args.iters else (20 if backend == "nccl" else 5)
+    iters = asked_iters or (20 if backend == "nccl" else 5)
     return Settings(
-        nnodes=nnodes, nproc_per_node=nproc, backend=backend, endpoint=_endpoint(args.rdzv_endpoint, nnodes),
+        nnodes=nnodes, nproc_per_node=nproc, backend=backend, endpoint=endpoint,
         rdzv_id=args.rdzv_id or "pudev-dist", local_addr=args.local_addr or None, node_index=index,
-        join_timeout=int(_number("--join-timeout", args.join_timeout, 1)),
-        op_timeout=int(_number("--op-timeout", args.op_timeout, 1)),
+        join_timeout=join_timeout, op_timeout=op_timeout,
         sizes=sweep_sizes(min(smallest, largest), largest), warmup=max(1, iters // 4), iters=iters,
-        steps=int(_number("--steps", args.steps, 2)), seed=int(_number("--seed", args.seed, 0)),
-        step_delay=float(_number("--step-delay", args.step_delay, 0, float)), json=args.json)
+        steps=steps, seed=seed,
+        step_delay=step_delay, json=args.json)
