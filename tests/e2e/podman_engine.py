@@ -14,6 +14,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import overlay_layers
+
 from pudev.engine import docker
 
 # The same default as scripts/host-setup.sh, which creates the user and its storage.conf.
@@ -22,7 +24,8 @@ PODMAN_USER = os.environ.get("PUDEV_PODMAN_USER", "pudev-podman")
 # network; and there is no systemd to run the image's HEALTHCHECK timer (podman logs an error).
 RUN_OPTIONS = ("--userns=keep-id", "--network", "none", "--no-healthcheck")
 # A pull stages each new compressed blob before it applies the layer, and the first keep-id run
-# makes an id-shifted copy of the image: about 3x the image's size where nothing is shared.
+# makes an id-shifted copy of the image: about 3x what is new where podman holds nothing. Where it
+# holds an older build, that build's own keep-id copy is pruned first, so 3x the new layers do.
 DISK_FACTOR = 3
 
 
@@ -64,8 +67,9 @@ class RootlessPodman:
 
         A layer this storage holds from an earlier pull is not fetched again: podman knows it by its
         compressed digest, which a changed image's unchanged layers keep."""
-        if not self._disk_suffices(tag):
-            self.run("rmi", "--force", tag, check=False)  # stale: its shared layers then travel again
+        if shutil.disk_usage(self.home).free < DISK_FACTOR * self._missing_bytes(tag):
+            # Room for what is new only by dropping the stale build: its shared layers then travel again.
+            self.run("rmi", "--force", tag, check=False)
             self._require_disk(tag)
         host = ref.split("/", 1)[0]
         with tempfile.TemporaryDirectory(prefix="pudev-podman-pull-") as folder:
@@ -88,13 +92,31 @@ class RootlessPodman:
         self.run("tag", image_id, tag)
         self.run("image", "prune", "--force")
 
+    def _held_layers(self) -> set[str]:
+        """The diff ids of every layer podman's images have."""
+        ids = self.run("images", "--quiet", "--no-trunc").stdout.split()
+        if not ids:
+            return set()
+        found = self.run("image", "inspect", "--format", "{{json .RootFS.Layers}}", *set(ids)).stdout
+        return {layer for line in found.splitlines() if line.strip() for layer in json.loads(line) or []}
+
+    def _missing_bytes(self, tag: str) -> int:
+        """The size of the layers of Docker's `tag` that podman lacks (all of it where sizes are unknown)."""
+        layers = (docker.inspect_image(tag) or {}).get("RootFS", {}).get("Layers") or []
+        held = self._held_layers()
+        missing = [index for index, layer in enumerate(layers) if layer not in held]
+        listed = overlay_layers.read_layers(tag) if missing else []
+        if listed is None or (listed and len(listed) != len(layers)):
+            return _size(tag)
+        return sum(listed[index].size for index in missing)
+
     def _disk_suffices(self, tag: str) -> bool:
         return shutil.disk_usage(self.home).free >= DISK_FACTOR * _size(tag)
 
     def _require_disk(self, tag: str) -> None:
         if not self._disk_suffices(tag):
             size = _size(tag)
-            raise AssertionError(f"loading {tag} ({size / 1e9:.1f} GB) into rootless podman needs about "
+            raise AssertionError(f"pulling {tag} ({size / 1e9:.1f} GB) into rootless podman needs about "
                                  f"{DISK_FACTOR * size / 1e9:.0f} GB free under {self.home}; "
                                  f"{shutil.disk_usage(self.home).free / 1e9:.0f} GB is free")
 
