@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pudev.common.errors import PudevError
+from pudev.common.halves import SUITE_HALVES
 from pudev.common.inputs import InputFile
 from pudev.config import rules
 from pudev.config.model import Matrix, Toolkit, Variant
@@ -134,7 +135,7 @@ def _variant(name: str, raw: dict[str, Any], table: Any, changes: list[Override]
         image=fields["image"], platform=fields["platform"], mirror=fields["mirror"],
         build_mirror=fields.get("build_mirror") or fields["mirror"],
         lock=fields.get("lock") or rules.default_lock(fields["torch"], fields["python"], fields["platform"]),
-        required_tests=tuple(fields.get("required_tests") or ("cpu", "gpu")),
+        required_tests=tuple(fields.get("required_tests") or SUITE_HALVES),
     )
     rules.check_variant(variant)
     return variant

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pudev.common.errors import PudevError
+from pudev.common.halves import SUITE_HALVES
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Variant:
     mirror: str
     build_mirror: str
     lock: str  # requirements/lock/<lock>.txt; variants with identical inputs share one
-    required_tests: tuple[str, ...] = ("cpu", "gpu")  # suite halves a candidate must pass to be promoted
+    required_tests: tuple[str, ...] = SUITE_HALVES  # suite halves a candidate must pass to be promoted
 
     @property
     def toolkit_versions(self) -> tuple[str, ...]:

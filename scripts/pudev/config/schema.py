@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from pudev.common.halves import SUITE_HALVES
 from pudev.common.imageref import is_image_name, parse_image_ref, reference_hint
 from pudev.mirror.catalogue import MIRROR_CHOICES
 
@@ -68,10 +69,11 @@ def _two_slots(value: Any) -> str:
 
 
 def _halves(value: Any) -> str:
-    halves = ("cpu", "gpu")
-    if isinstance(value, list) and value and all(item in halves for item in value) and len(set(value)) == len(value):
+    if isinstance(value, list) and value and all(item in SUITE_HALVES for item in value) and \
+            len(set(value)) == len(value):
         return ""
-    return f"{value!r} is not a list of suite halves (\"cpu\", \"gpu\")"
+    names = ", ".join(f'"{half}"' for half in SUITE_HALVES)
+    return f"{value!r} is not a list of suite halves ({names})"
 
 
 def _table(value: Any) -> str:

@@ -14,12 +14,13 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from pudev.common.errors import PudevError
+from pudev.common.halves import SUITE_HALVES
 from pudev.engine import docker
 from pudev.engine.containers import TrackedContainer, sweep
 from pudev.testing import localpasses
 
 REPORT_MOUNT = "/pudev-report"
-HALVES = ("cpu", "gpu")
+HALVES = SUITE_HALVES
 HALF_PROPERTY = "pudev.half"  # each JUnit test case's half, from its gpu marker (tests/image/conftest.py)
 GPU_MODULE = "test_gpu"  # the GPU half in reports without HALF_PROPERTY: tests/image/test_gpu.py
 
