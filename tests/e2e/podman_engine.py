@@ -67,10 +67,13 @@ class RootlessPodman:
 
         A layer this storage holds from an earlier pull is not fetched again: podman knows it by its
         compressed digest, which a changed image's unchanged layers keep."""
-        if shutil.disk_usage(self.home).free < DISK_FACTOR * self._missing_bytes(tag):
+        if not self._room_for(tag):
             # Room for what is new only by dropping the stale build: its shared layers then travel again.
             self.run("rmi", "--force", tag, check=False)
-            self._require_disk(tag)
+            if not self._room_for(tag):
+                needed = DISK_FACTOR * self._missing_bytes(tag)
+                raise AssertionError(f"pulling {tag} into rootless podman needs about {needed / 1e9:.0f} GB free "
+                                     f"under {self.home}; {shutil.disk_usage(self.home).free / 1e9:.0f} GB is free")
         host = ref.split("/", 1)[0]
         with tempfile.TemporaryDirectory(prefix="pudev-podman-pull-") as folder:
             # The user reads the CA and its login from here; the login never appears on a command line.
@@ -110,15 +113,8 @@ class RootlessPodman:
             return _size(tag)
         return sum(listed[index].size for index in missing)
 
-    def _disk_suffices(self, tag: str) -> bool:
-        return shutil.disk_usage(self.home).free >= DISK_FACTOR * _size(tag)
-
-    def _require_disk(self, tag: str) -> None:
-        if not self._disk_suffices(tag):
-            size = _size(tag)
-            raise AssertionError(f"pulling {tag} ({size / 1e9:.1f} GB) into rootless podman needs about "
-                                 f"{DISK_FACTOR * size / 1e9:.0f} GB free under {self.home}; "
-                                 f"{shutil.disk_usage(self.home).free / 1e9:.0f} GB is free")
+    def _room_for(self, tag: str) -> bool:
+        return shutil.disk_usage(self.home).free >= DISK_FACTOR * self._missing_bytes(tag)
 
 
 def _size(tag: str) -> int:
