@@ -53,6 +53,26 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
         terminalreporter.write_line(f"random seed was {seed}: replay with {SEED_VARIABLE}={seed} (or --seed {seed})")
 
 
+# Read by code that keeps state between runs (test caches, pass records, build locks): a test that moves
+# them and leaves them moved sends every later test's state somewhere else.
+WATCHED_VARIABLES = ("HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "PUDEV_TEST_CACHE")
+
+
+@pytest.fixture(autouse=True)
+def _environment_left_as_found() -> object:
+    """Fail the test that changes HOME or the XDG folders without undoing it (monkeypatch.setenv undoes)."""
+    before = {name: os.environ.get(name) for name in WATCHED_VARIABLES}
+    yield
+    after = {name: os.environ.get(name) for name in WATCHED_VARIABLES}
+    changed = {name: (before[name], after[name]) for name in WATCHED_VARIABLES if before[name] != after[name]}
+    for name, (value, _) in changed.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    assert not changed, f"the test left {sorted(changed)} changed (use monkeypatch.setenv): {changed}"
+
+
 @pytest.fixture
 def rng(request: pytest.FixtureRequest) -> random.Random:
     """This test's random source: the run's seed and the test's node id decide every value it draws."""

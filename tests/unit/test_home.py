@@ -77,6 +77,7 @@ def test_someone_elses_fallback_is_refused(tmp_path: Path, nameless: None) -> No
 def test_shell_exports(tmp_path: Path, nameless: None, monkeypatch: pytest.MonkeyPatch,
                        capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(home, "FALLBACK_PARENT", str(tmp_path))
+    monkeypatch.setenv("HOME", "/")  # restored after the test, whatever `ensure` writes
     monkeypatch.setattr(home, "ensure", lambda: os.environ.update({"HOME": "/tmp/it's mine"}))
     monkeypatch.setenv("USER", "uid-7")
     monkeypatch.setenv("LOGNAME", "uid-7")
