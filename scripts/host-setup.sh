@@ -1,6 +1,8 @@
 #!/bin/sh
 # Bring up what the full test run needs on this host, idempotently:
 #   tools   debootstrap (OS stand-in), shellcheck (lint gate),
+#           qemu-user-static and binfmt-support (the arm64 stand-in builds and runs here
+#           under emulation; binfmt_misc mounted and its handlers enabled),
 #           docker-registry (local registry for publish tests), the Docker engine,
 #           docker-compose and the Dev Containers CLI (the real clients of the
 #           compose file and the devcontainer)
@@ -28,6 +30,8 @@ ensure_tools() {
     command -v dockerd >/dev/null 2>&1 || missing="$missing docker.io"
     command -v docker-compose >/dev/null 2>&1 || missing="$missing docker-compose"
     command -v npm >/dev/null 2>&1 || missing="$missing npm"
+    command -v qemu-aarch64-static >/dev/null 2>&1 || missing="$missing qemu-user-static"
+    command -v update-binfmts >/dev/null 2>&1 || missing="$missing binfmt-support"
     if [ -n "$missing" ]; then
         if ! is_root_debian; then
             say "missing:$missing; install them with: sudo apt-get install -y$missing"
@@ -38,7 +42,20 @@ ensure_tools() {
         # shellcheck disable=SC2086  # $missing is a list of package names.
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null
     fi
-    ensure_devcontainer_cli
+    ensure_devcontainer_cli && ensure_emulation
+}
+
+# Another platform's programs (the arm64 stand-in) run through the kernel's binfmt handlers, registered
+# with the F flag by Debian's qemu-user-static so they work inside containers too.
+ensure_emulation() {
+    [ "$(uname -m)" = "aarch64" ] && return 0
+    if [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then return 0; fi
+    if ! is_root_debian; then
+        say "missing: an arm64 emulator; run: sudo apt-get install -y qemu-user-static binfmt-support"
+        return 1
+    fi
+    [ -e /proc/sys/fs/binfmt_misc/status ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+    update-binfmts --enable qemu-aarch64 >/dev/null
 }
 
 DEVCONTAINER_CLI_VERSION=0.89.0

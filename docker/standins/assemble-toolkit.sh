@@ -13,6 +13,12 @@ debs=${3:-}
 top=${TOOLKIT_ROOT:-/usr/local}/cuda-$version
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Where this architecture's libraries live in Debian's packages, and the targets/ folder its nvcc
+# reads (NVIDIA names arm64 servers "sbsa").
+case $(uname -m) in
+    aarch64) multiarch=aarch64-linux-gnu target=sbsa-linux ;;
+    *) multiarch=x86_64-linux-gnu target=x86_64-linux ;;
+esac
 
 mkdir -p "$top/bin/crt" "$top/include" "$top/lib64/stubs" "$top/nvvm/bin" \
     "$top/extras/CUPTI/include" "$top/extras/CUPTI/lib64" "$top/compute-sanitizer"
@@ -71,12 +77,12 @@ if [ -n "$debs" ]; then
 
     # 3. Static runtime pieces nvcc links by default, and the driver stub.
     dpkg-deb --fsys-tarfile "$debs"/nvidia-cuda-dev_*.deb | tar -x -C "$work" \
-        ./usr/lib/x86_64-linux-gnu/libcudart_static.a \
-        ./usr/lib/x86_64-linux-gnu/libcudadevrt.a \
-        ./usr/lib/x86_64-linux-gnu/libculibos.a \
-        ./usr/lib/x86_64-linux-gnu/stubs/libcuda.so
-    cp -a "$work"/usr/lib/x86_64-linux-gnu/*.a "$top/lib64/"
-    cp -a "$work/usr/lib/x86_64-linux-gnu/stubs/libcuda.so" "$top/lib64/stubs/"
+        "./usr/lib/$multiarch/libcudart_static.a" \
+        "./usr/lib/$multiarch/libcudadevrt.a" \
+        "./usr/lib/$multiarch/libculibos.a" \
+        "./usr/lib/$multiarch/stubs/libcuda.so"
+    cp -a "$work/usr/lib/$multiarch"/*.a "$top/lib64/"
+    cp -a "$work/usr/lib/$multiarch/stubs/libcuda.so" "$top/lib64/stubs/"
 fi
 
 # 4. NVIDIA's standard nvcc.profile: everything relative to the toolkit root.
@@ -105,9 +111,9 @@ for library in "$top"/lib64/*.so.* "$top"/extras/CUPTI/lib64/*.so.*; do
 done
 
 # 6. The targets/ layout and lib link that nvcc.profile and CMake expect.
-mkdir -p "$top/targets/x86_64-linux"
-ln -s ../../include "$top/targets/x86_64-linux/include"
-ln -s ../../lib64 "$top/targets/x86_64-linux/lib"
+mkdir -p "$top/targets/$target"
+ln -s ../../include "$top/targets/$target/include"
+ln -s ../../lib64 "$top/targets/$target/lib"
 ln -s lib64 "$top/lib"
 
 # 7. Wheels do not keep usable modes (ptxas arrives as 0700): readable by all,

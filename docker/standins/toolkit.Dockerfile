@@ -15,14 +15,15 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
     --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
     apt-get update -q && apt-get install -y -q --no-install-recommends ca-certificates python3-pip unzip
 
-# Downloads stay in cache mounts; only the assembled tree lands in the layer.
+# Downloads stay in cache mounts, one folder per architecture (the assembly takes every wheel
+# and .deb in its folder); only the assembled tree lands in the layer.
 # WHEELS is a list of requirement specs, split on purpose.
 RUN --mount=type=cache,target=/var/cache/pudev-standins \
     --mount=type=secret,id=ca \
     --mount=type=bind,source=docker/steps/with-ca.sh,target=/usr/local/sbin/with-ca \
     --mount=type=bind,source=docker/standins/fetch-debs.sh,target=/usr/local/sbin/fetch-debs \
     --mount=type=bind,source=docker/standins/assemble-toolkit.sh,target=/usr/local/sbin/assemble-toolkit \
-    downloads=/var/cache/pudev-standins/cuda-${CUDA_VERSION} \
+    downloads="/var/cache/pudev-standins/cuda-${CUDA_VERSION}-$(dpkg --print-architecture)" \
     && sh /usr/local/sbin/with-ca python3 -m pip download -q --no-cache-dir --only-binary=:all: --dest "$downloads/wheels" ${WHEELS} \
     && if [ -n "${DEB_SUITE}" ]; then \
         sh /usr/local/sbin/with-ca sh /usr/local/sbin/fetch-debs "${DEB_SUITE}" "${DEB_TOOLKIT_VERSION}" \

@@ -16,8 +16,10 @@ import pytest
 from realistic_registry import RealisticRegistry
 
 from pudev.building.labels import context_paths
+from pudev.common.platforms import native_platform
 from pudev.config.model import Variant
-from pudev.config.selection import Selection, resolve
+from pudev.config.profiles import profile_names
+from pudev.config.selection import Selection, profile_builds, resolve
 from pudev.engine import docker
 from pudev.engine.containers import TRACKED_LABEL
 from pudev.paths import REPO_ROOT
@@ -73,9 +75,39 @@ def build_context_copy(tmp_path: Path) -> Path:
     return root
 
 
-def profile_variant(profile: str) -> Variant:
-    """The variant a stand-in profile builds, with the profile applied."""
-    (variant,) = resolve(Selection(profile=profile)).variants
+# A stand-in build is a profile, or a profile on a platform other than this host's: "local-current@linux/arm64".
+PLATFORM_MARK = "@"
+
+
+def split_build(build: str) -> tuple[str, str]:
+    """The profile and the platform ('' for the profile's own choice, this host's) of a build's name."""
+    profile, _, platform = build.partition(PLATFORM_MARK)
+    return profile, platform
+
+
+def build_args(build: str) -> list[str]:
+    """The pudev selection flags of one stand-in build."""
+    profile, platform = split_build(build)
+    return ["--profile", profile, *(["--platform", platform] if platform else [])]
+
+
+def standin_builds() -> list[str]:
+    """Every stand-in build: each profile on this host's platform first, then on each other platform its
+    variant is built for (under emulation here)."""
+    native, foreign = [], []
+    for profile in profile_names():
+        for build in profile_builds(profile):
+            if build.platform == native_platform():
+                native.append(profile)
+            else:
+                foreign.append(f"{profile}{PLATFORM_MARK}{build.platform}")
+    return native + foreign
+
+
+def profile_variant(build: str) -> Variant:
+    """The variant a stand-in build makes, with the profile applied, for its platform."""
+    profile, platform = split_build(build)
+    (variant,) = resolve(Selection(profile=profile, platform=platform)).variants
     return variant
 
 
@@ -92,24 +124,26 @@ class Profiles:
         self.images: dict[str, LocalImage] = {}
         self.suites: dict[str, SuiteRun] = {}
 
-    def image(self, profile: str) -> LocalImage:
-        if profile not in self.images:
-            result = run_pudev("build", "--profile", profile, timeout=5400, check=True)
+    def image(self, build: str) -> LocalImage:
+        """The stand-in build (a profile, or profile@platform), built once per run."""
+        if build not in self.images:
+            result = run_pudev("build", *build_args(build), timeout=5400, check=True)
             tag = next(line.split()[2] for line in result.stdout.splitlines() if line.startswith("pudev: built "))
             image_id = docker.image_id(tag)
             assert image_id is not None
-            self.images[profile] = LocalImage(tag=tag, image_id=image_id)
-        return self.images[profile]
+            self.images[build] = LocalImage(tag=tag, image_id=image_id)
+        return self.images[build]
 
-    def suite(self, profile: str) -> SuiteRun:
-        """`pudev test --profile P`: the in-image suite in a fresh container."""
-        if profile not in self.suites:
-            self.image(profile)
-            junit = self.reports / f"image-suite-{profile}.xml"
-            result = run_pudev("test", "--profile", profile, "--junit", str(junit), timeout=3600)
-            self.suites[profile] = SuiteRun(returncode=result.returncode, junit=junit,
-                                            output=result.stdout + result.stderr)
-        return self.suites[profile]
+    def suite(self, build: str) -> SuiteRun:
+        """`pudev test --profile P [--platform X]`: the in-image suite in a fresh container (under emulation
+        on another platform, where the GPU half skips as it does on any host without a GPU)."""
+        if build not in self.suites:
+            self.image(build)
+            junit = self.reports / f"image-suite-{build.replace('/', '-')}.xml"
+            result = run_pudev("test", *build_args(build), "--junit", str(junit), timeout=3600)
+            self.suites[build] = SuiteRun(returncode=result.returncode, junit=junit,
+                                          output=result.stdout + result.stderr)
+        return self.suites[build]
 
 
 @contextmanager

@@ -1,5 +1,6 @@
-"""Every stand-in profile built through the production Dockerfile, and the in-image
-suite run inside each: the 2024 line (`local`) and today's (`local-current`)."""
+"""Every stand-in build through the production Dockerfile, and the in-image suite run inside
+each: the 2024 line (`local`), today's (`local-current`), and today's on arm64 under binfmt
+emulation (`local-current@linux/arm64`), whose CPU half is what proves that platform."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from xml.etree import ElementTree
 
 import pytest
 from container_logs import LogWatch
-from e2e_support import LocalImage, Profiles, build_context_copy, lock_in, profile_variant, run_pudev
+from e2e_support import (
+    LocalImage,
+    Profiles,
+    build_context_copy,
+    lock_in,
+    profile_variant,
+    run_pudev,
+    standin_builds,
+)
 
 from pudev.building.locklayers import layer_of, read_layers, read_pins
 from pudev.building.locks import layers_path
@@ -21,9 +30,10 @@ from pudev.engine import docker
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 CACHE_PROBE_IMAGE = "pudev-cacheprobe/pytorch-universal-dev"
 PROFILES = profile_names()
+BUILDS = standin_builds()  # each profile here, then on every other platform its variant is built for
 
 
-@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("profile", BUILDS)
 def test_the_image_records_the_variant_it_was_built_as(profiles: Profiles, profile: str) -> None:
     variant = profile_variant(profile)
     record = json.loads(docker.run(["run", "--rm", profiles.image(profile).tag, "pudev", "record"]).stdout)
@@ -40,9 +50,12 @@ def test_the_image_records_the_variant_it_was_built_as(profiles: Profiles, profi
     assert inputs["lock"]["source"] == f"requirements/lock/{variant.lock}.txt"
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", inputs["lock"]["digest"])
     assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", record["revision"])
+    assert record["platform"] == variant.platform and record["base"] == variant.base
+    machine = docker.run(["run", "--rm", profiles.image(profile).tag, "uname", "-m"]).stdout.strip()
+    assert machine == {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}[variant.platform]
 
 
-@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("profile", BUILDS)
 def test_image_suite_passes_and_only_gpu_checks_skip(profiles: Profiles, profile: str,
                                                      quiet_container_logs: LogWatch) -> None:
     suite = profiles.suite(profile)

@@ -40,7 +40,7 @@ def to_toml(data: dict[str, Any]) -> str:
 SYNTHETIC: dict[str, Any] = {
     "image": "example/dev-image",
     "default_variant": "cu130",
-    "platform": "linux/amd64",
+    "platforms": ["linux/amd64"],
     "mirror": "none",
     "python": "3.12",
     "cxx_standard": "c++20",

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from pudev.building.cimatrix import matrix_json
+from pudev.building.cimatrix import RUNNERS, matrix_json, publish_json
 from pudev.config.loader import load_matrix
 from pudev.paths import REPO_ROOT, VARIANTS_FILE
 
@@ -135,7 +135,7 @@ def test_build_once_then_every_job_works_on_the_candidate_digest() -> None:
     assert "pudev push" in steps["build"] and "--ref-file" in steps["build"]
     assert 'pudev test \\"$(cat \\"candidate/' in steps["build"] and "--cpu-only" in steps["build"]
     assert 'pudev test \\"$(cat \\"candidate/' in steps["gpu-test"] and "--gpu-only" in steps["gpu-test"]
-    assert "pudev promote" in steps["publish"] and "steps.candidate.outputs.ref" in steps["publish"]
+    assert "pudev promote" in steps["publish"] and "steps.candidate.outputs.refs" in steps["publish"]
     assert set(jobs["publish"]["needs"]) >= {"build", "gpu-test"}
 
 
@@ -149,24 +149,39 @@ def _minutes(duration: str) -> float:
     return int(match.group(1)) * {"h": 60, "m": 1, "s": 1 / 60}[match.group(2)]
 
 
-def test_the_vulnerability_gate_runs_before_promotion() -> None:
+ARCHES = sorted(platform.split("/")[1] for platform in RUNNERS)  # every platform a build leg can have
+
+
+def test_the_vulnerability_gate_runs_before_promotion_on_every_platform() -> None:
     publish = _steps("publish")
-    gate, step = next((i, step) for i, step in _trivy_steps() if step["with"]["format"] == "table")
+    gates = [(i, step) for i, step in _trivy_steps() if step["with"]["format"] == "table"]
     promote, _ = _step("publish", "pudev promote")
-    assert gate < promote
-    settings = step["with"]
-    assert settings["severity"] == "CRITICAL,HIGH" and settings["ignore-unfixed"] is True
-    assert settings["trivyignores"] == ".trivyignore.yaml" and "candidate.outputs.ref" in settings["image-ref"]
-    assert settings["version"].startswith("v")  # the scanner itself is pinned too
-    # It fails the job on a finding, except on the first run, whose stand-in is not a product.
-    assert settings["exit-code"] == "${{ inputs.first-run && '0' || '1' }}"
-    assert "if" not in step  # it always runs once the job does
-    assert any("upload-sarif" in json.dumps(other) for other in publish)
+    # One gate per platform, on that platform's candidate digest, whenever the variant has that platform.
+    assert sorted(step["with"]["image-ref"] for _, step in gates) == [
+        f"${{{{ steps.candidate.outputs.{arch} }}}}" for arch in ARCHES]
+    for gate, step in gates:
+        arch = step["with"]["image-ref"].split(".")[-1].rstrip(" }")
+        assert gate < promote
+        settings = step["with"]
+        assert settings["severity"] == "CRITICAL,HIGH" and settings["ignore-unfixed"] is True
+        assert settings["trivyignores"] == ".trivyignore.yaml"
+        assert settings["version"].startswith("v")  # the scanner itself is pinned too
+        # It fails the job on a finding, except on the first run, whose stand-in is not a product.
+        assert settings["exit-code"] == "${{ inputs.first-run && '0' || '1' }}"
+        assert step["if"] == f"contains(matrix.arches, '{arch}')"  # it always runs once the job does
+    for arch in ARCHES:  # each platform's SARIF goes to code scanning under its own category
+        sarif = [step for _, step in _trivy_steps() if step["with"]["format"] == "sarif"
+                 and step["with"]["image-ref"].endswith(f".{arch} }}}}")]
+        assert [step["with"]["output"] for step in sarif] == [f"trivy-${{{{ matrix.variant }}}}-{arch}.sarif"]
+        uploads = [step for step in publish if "upload-sarif" in str(step.get("uses"))
+                   and step["with"]["category"] == f"trivy-${{{{ matrix.variant }}}}-{arch}"]
+        assert [step["with"]["sarif_file"] for step in uploads] == [sarif[0]["with"]["output"]]
+        assert f"contains(matrix.arches, '{arch}')" in uploads[0]["if"] and "!cancelled()" in uploads[0]["if"]
 
 
 def test_trivy_scans_vulnerabilities_only_with_a_timeout_for_a_7_gb_image() -> None:
     scans = _trivy_steps()
-    assert len(scans) == 2
+    assert len(scans) == 2 * len(ARCHES)  # the gate and the SARIF, per platform
     for _, step in scans:
         settings = step["with"]
         assert settings["scanners"] == "vuln"  # no secret scanning of a 7 GB image
@@ -181,9 +196,16 @@ def test_provenance_sbom_attestation_and_signature_follow_promotion() -> None:
     attest = [i for i, step in enumerate(steps) if str(step.get("uses", "")).startswith("actions/attest@")]
     provenance = [i for i in attest if "sbom-path" not in steps[i]["with"]]  # no predicate: SLSA provenance
     sbom = [i for i in attest if "sbom-path" in steps[i]["with"]]
-    assert len(provenance) == 1 and len(sbom) == 1
+    assert len(provenance) == 1 and len(sbom) == len(ARCHES)
     for i in attest:
-        assert steps[i]["with"]["push-to-registry"] is True and "candidate.outputs.digest" in names[i]
+        assert steps[i]["with"]["push-to-registry"] is True
+    # Provenance for what the tags point at (the index promote wrote), each SBOM for its platform's image.
+    assert steps[provenance[0]]["with"]["subject-digest"] == "${{ steps.promote.outputs.digest }}"
+    assert "steps.promote.outputs.release" in next(text for text in names if "cosign sign" in text)
+    attested = sorted((steps[i]["with"]["subject-digest"], steps[i]["with"]["sbom-path"], steps[i]["if"]) for i in sbom)
+    assert attested == [
+        (f"${{{{ steps.candidate.outputs.{arch}-digest }}}}", f"sbom-${{{{ matrix.variant }}}}-{arch}.cdx.json",
+         f"contains(matrix.arches, '{arch}')") for arch in ARCHES]
     for index in (*provenance, *sbom, next(i for i, text in enumerate(names) if "cosign sign" in text),
                   next(i for i, text in enumerate(names) if "pudev sbom" in text)):
         assert index > promote, names[index]
@@ -192,21 +214,30 @@ def test_provenance_sbom_attestation_and_signature_follow_promotion() -> None:
 def test_workflow_matrix_is_the_variant_file() -> None:
     jobs = _jobs()
     assert "pudev matrix --json" in json.dumps(jobs["matrix"]["steps"])
-    for name in ("build", "gpu-test", "publish"):
-        assert jobs[name]["strategy"]["matrix"] == "${{ fromJSON(needs.matrix.outputs.variants) }}"
+    # build: one leg per variant and platform; publish: one per variant; gpu-test: build's amd64 legs.
+    for name, output in (("build", "variants"), ("gpu-test", "gpu"), ("publish", "publish")):
+        assert jobs[name]["strategy"]["matrix"] == f"${{{{ fromJSON(needs.matrix.outputs.{output}) }}}}", name
+        assert jobs["matrix"]["outputs"][output] == f"${{{{ steps.matrix.outputs.{output} }}}}"
     matrix = load_matrix(VARIANTS_FILE)
     include = json.loads(matrix_json(matrix))["include"]
-    assert [entry["variant"] for entry in include] == list(matrix.variants)
+    assert [(entry["variant"], entry["platform"]) for entry in include] == [
+        (name, platform) for name, variant in matrix.variants.items() for platform in variant.platforms]
+    assert any(entry["platform"] == "linux/arm64" for entry in include)  # the current line is built for arm64
     for entry in include:
         variant = matrix.get(entry["variant"])
-        assert (entry["torch"], entry["cuda"], entry["base_image"]) == (variant.torch, variant.cuda, variant.base_image)
-    assert [entry["variant"] for entry in include if entry["latest"]] == [matrix.default_variant]
+        assert (entry["torch"], entry["cuda"]) == (variant.torch, variant.cuda)
+        assert entry["runner"] == RUNNERS[entry["platform"]] and entry["arch"] == entry["platform"].split("/")[1]
+    assert {entry["variant"] for entry in include if entry["latest"]} == {matrix.default_variant}
+    published = json.loads(publish_json(matrix))["include"]
+    assert [(entry["variant"], entry["platforms"]) for entry in published] == [
+        (name, ",".join(variant.platforms)) for name, variant in matrix.variants.items()]
 
 
 def _run_step(script: str, tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """A `run:` step as GitHub runs it, from `tmp_path`, with GITHUB_ENV and GITHUB_OUTPUT files there."""
     (tmp_path / "step.sh").write_text(script)
-    files = {"GITHUB_ENV": str(tmp_path / "github_env"), "GITHUB_OUTPUT": str(tmp_path / "github_output")}
+    files = {"GITHUB_ENV": str(tmp_path / "github_env"), "GITHUB_OUTPUT": str(tmp_path / "github_output"),
+             "GITHUB_STEP_SUMMARY": str(tmp_path / "github_step_summary")}
     for path in files.values():
         Path(path).write_text("")
     return subprocess.run([*GITHUB_BASH, str(tmp_path / "step.sh")], cwd=tmp_path, capture_output=True, text=True,
@@ -281,10 +312,22 @@ def test_the_matrix_step_fails_when_pudev_fails(tmp_path: Path) -> None:
     failed = _run_step(step["run"], tmp_path, {"FIRST_RUN_ARGS": ""})
     assert failed.returncode != 0 and "the variant file is broken" in failed.stderr
     assert (tmp_path / "github_output").read_text() == ""
-    pudev.write_text('#!/bin/sh\necho \'{"include":[]}\' "$@"\n')
+    pudev.write_text('#!/bin/sh\nprintf \'{"include":[{"platform":"linux/amd64","args":"%s"}]}\\n\' "$*"\n')
     passed = _run_step(step["run"], tmp_path, {"FIRST_RUN_ARGS": "--profile local"})
     assert passed.returncode == 0, passed.stderr
-    assert (tmp_path / "github_output").read_text() == 'variants={"include":[]} matrix --json --profile local\n'
+    assert _outputs(tmp_path) == {
+        "variants": '{"include":[{"platform":"linux/amd64","args":"matrix --json --profile local"}]}',
+        "publish": '{"include":[{"platform":"linux/amd64","args":"matrix --json --publish --profile local"}]}',
+        "gpu": '{"include":[{"platform":"linux/amd64","args":"matrix --json --profile local"}]}',
+        "platform-args": ""}
+
+
+def _outputs(tmp_path: Path) -> dict[str, str]:
+    """What a step wrote to GITHUB_OUTPUT (one key=value a line), each key once."""
+    lines = (tmp_path / "github_output").read_text().splitlines()
+    found = dict(line.split("=", 1) for line in lines)
+    assert len(found) == len(lines), lines
+    return found
 
 
 def _triggers() -> dict[str, Any]:
@@ -317,10 +360,12 @@ def test_ci_builds_from_the_upstream_indexes_not_the_china_mirrors() -> None:
 
     _, step = _step("build", "pudev build")
     variant = load_matrix(VARIANTS_FILE).default_variant
-    argv = _pudev_argv(step["run"], "build", {"${{ matrix.variant }}": variant, "$FIRST_RUN_ARGS": ""})
+    argv = _pudev_argv(step["run"], "build", {"${{ matrix.variant }}": variant, "$FIRST_RUN_ARGS": "",
+                                              "$PLATFORM_ARGS": "", "${{ matrix.platform }}": "linux/arm64"})
     request = request_from(build_parser(HANDLERS, "pudev").parse_args(argv), [])
     assert [(o.key, o.value) for o in request.selection.overrides] == [("build_mirror", "none")]
     assert request.build.no_ca_bundle
+    assert request.selection.platform == "linux/arm64"
 
 
 def test_the_candidate_token_is_checked_first_and_its_creation_explained(tmp_path: Path) -> None:
@@ -365,9 +410,12 @@ def test_the_first_run_is_a_dispatch_input_that_takes_every_job_with_it() -> Non
         _, step = _step(job, f"pudev {command} ")
         line = next(line for line in step["run"].splitlines() if f"pudev {command} " in line)
         assert "$FIRST_RUN_ARGS" in line, f"{job}: pudev {command}"
-    # The stand-ins are built before the build, on a first run only.
+        # and so does the fork fallback's (`--set platforms=linux/amd64` where arm64 is left out)
+        assert ("$platform_args" if job == "matrix" else "$PLATFORM_ARGS") in line, f"{job}: pudev {command}"
+    # The stand-ins are built before the build, on a first run only, for the leg's own platform.
     standins, step = _step("build", "pudev standins")
     assert step["if"] == "inputs.first-run" and standins < _step("build", "pudev build")[0]
+    assert 'sudo .venv/bin/pudev standins --no-ca-bundle --platform "${{ matrix.platform }}"' in step["run"]
     # The stand-in profile needs only the CPU half, so the GPU job sits a first run out.
     assert "!inputs.first-run" in _jobs()["gpu-test"]["if"]
 
@@ -379,10 +427,15 @@ def test_the_first_run_builds_one_small_image_under_its_own_name(capsys: pytest.
 
     args = shlex.split(_first_run_args())
     assert main(["matrix", "--json", *args]) == 0
-    (entry,) = json.loads(capsys.readouterr().out)["include"]  # one leg, not the CUDA matrix
+    entries = json.loads(capsys.readouterr().out)["include"]
+    # One variant, not the CUDA matrix, on both platforms (the first run proves the arm64 path too).
+    assert len({entry["variant"] for entry in entries}) == 1
+    assert sorted(entry["platform"] for entry in entries) == sorted(RUNNERS)
     real = load_matrix(VARIANTS_FILE)
-    assert entry["base_image"].startswith("pudev-standin/")  # built from docker/standins, not NVIDIA's registry
-    assert entry["latest"] is False  # `latest` is never applied
+    for entry in entries:
+        assert entry["base_image"].startswith("pudev-standin/")  # built from docker/standins, not NVIDIA's registry
+        assert entry["latest"] is False  # `latest` is never applied
+    entry = entries[0]
     registry = "ghcr.io/some-owner"
     first = parse_target(registry, entry["image"])
     for variant in real.variants.values():
@@ -401,3 +454,206 @@ def test_the_readme_names_the_first_run_as_the_first_thing_after_forking() -> No
     first_step = section.split("\n1. ", 1)[1].split("\n2. ", 1)[0]
     assert "CANDIDATE_REGISTRY_TOKEN" in first_step or "first-run" in first_step
     assert "first-run" in section.split("\n3. ", 1)[0]
+
+
+def _pudev_lines(job: str) -> list[str]:
+    """Every line of `job`'s run steps that calls pudev (a folded step is one line)."""
+    return [line for step in _steps(job) for line in str(step.get("run", "")).splitlines()
+            if ".venv/bin/pudev " in line]
+
+
+def test_each_build_leg_runs_on_its_platforms_runner_and_names_that_platform() -> None:
+    jobs = _jobs()
+    assert jobs["build"]["runs-on"] == "${{ matrix.runner }}"
+    for job in ("build", "gpu-test"):
+        lines = _pudev_lines(job)
+        assert lines
+        for line in lines:
+            assert '--platform "${{ matrix.platform }}"' in line, f"{job}: {line}"
+    commands = {line.split(".venv/bin/pudev ", 1)[1].split()[0] for line in _pudev_lines("build")}
+    assert commands == {"standins", "build", "test", "push", "manifest"}
+    # The runner is the platform's own: arm64 legs build natively on GitHub's hosted arm64 runners.
+    assert RUNNERS == {"linux/amd64": "ubuntu-24.04", "linux/arm64": "ubuntu-24.04-arm"}
+
+
+def test_artifacts_are_named_per_variant_and_platform() -> None:
+    leg = "${{ matrix.variant }}-${{ matrix.arch }}"
+    uploads = {step["with"]["name"]: step for step in _steps("build")
+               if str(step.get("uses", "")).startswith("actions/upload-artifact@")}
+    assert set(uploads) == {f"candidate-{leg}", f"reports-{leg}"}
+    build = json.dumps(_steps("build"))
+    assert build.count(f"candidate/{leg}.txt") == 2  # written by push, read by the test by digest
+    assert f"reports/{leg}.xml" in build and "reports/${{ matrix.variant }}.xml" not in build
+    _, gpu = _step("gpu-test", "actions/download-artifact@")
+    assert gpu["with"]["name"] == f"candidate-{leg}"
+    _, publish = _step("publish", "actions/download-artifact@")
+    assert publish["with"] == {"pattern": "candidate-${{ matrix.variant }}-*", "merge-multiple": True,
+                               "path": "candidate/"}
+
+
+def test_the_gpu_half_runs_on_the_amd64_legs_only(tmp_path: Path) -> None:
+    gpu = _jobs()["gpu-test"]
+    assert gpu["strategy"]["matrix"] == "${{ fromJSON(needs.matrix.outputs.gpu) }}"
+    assert "needs.matrix.outputs.gpu != '{\"include\":[]}'" in gpu["if"]  # no empty matrix
+    outputs = _matrix_step(tmp_path, private="false")
+    gpu_legs = json.loads(outputs["gpu"])["include"]
+    assert gpu_legs == [entry for entry in json.loads(outputs["variants"])["include"]
+                        if entry["platform"] == "linux/amd64"]
+    assert gpu_legs
+
+
+def _stub_pudev(tmp_path: Path, body: str = "") -> Path:
+    """.venv/bin/pudev under `tmp_path` that logs each call's arguments, one call a line, then runs `body`."""
+    pudev = tmp_path / ".venv/bin/pudev"
+    pudev.parent.mkdir(parents=True, exist_ok=True)
+    pudev.write_text(f'#!/bin/bash\necho "$*" >> "{tmp_path}/pudev.log"\n{body}\n')
+    pudev.chmod(0o755)
+    return tmp_path / "pudev.log"
+
+
+CANDIDATES = {arch: f"ghcr.io/my-org/pytorch-universal-dev-candidates@sha256:{digit * 64}"
+              for arch, digit in (("amd64", "a"), ("arm64", "b"))}
+
+
+def _publish_env(arches: str) -> dict[str, str]:
+    job = _jobs()["publish"]
+    assert job["env"]["VARIANT"] == "${{ matrix.variant }}" and job["env"]["ARCHES"] == "${{ matrix.arches }}"
+    assert job["env"]["PLATFORM_ARGS"] == "${{ needs.matrix.outputs.platform-args }}"
+    return {"VARIANT": "cu132", "ARCHES": arches, "FIRST_RUN_ARGS": "", "PLATFORM_ARGS": ""}
+
+
+def _candidates(tmp_path: Path, arches: list[str]) -> None:
+    (tmp_path / "candidate").mkdir(exist_ok=True)
+    for arch in arches:
+        (tmp_path / "candidate" / f"cu132-{arch}.txt").write_text(CANDIDATES[arch] + "\n")
+
+
+def test_publish_promotes_every_platforms_candidate_in_one_call(tmp_path: Path) -> None:
+    index = "sha256:" + "c" * 64
+    log = _stub_pudev(tmp_path, f'echo "promoted ghcr.io/my-org/pytorch-universal-dev@{index}: cu132, latest"')
+    _candidates(tmp_path, ["amd64", "arm64"])
+    env = _publish_env("amd64 arm64")
+    _, candidate = _step("publish", "candidate/$VARIANT-$arch.txt")
+    result = _run_step(candidate["run"], tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    found = _outputs(tmp_path)
+    assert found["refs"] == f"{CANDIDATES['amd64']} {CANDIDATES['arm64']}"
+    assert found["name"] == "ghcr.io/my-org/pytorch-universal-dev"
+    assert found["arm64-digest"] == "sha256:" + "b" * 64
+    _, promote = _step("publish", "pudev promote")
+    assert promote["id"] == "promote" and promote["env"]["CANDIDATES"] == "${{ steps.candidate.outputs.refs }}"
+    required = "${{ vars.GPU_RUNNER_LABEL == '' && '--set required_tests=cpu' || '' }}"
+    assert promote["env"]["REQUIRED_TESTS_ARGS"] == required
+    result = _run_step(promote["run"], tmp_path, {**env, "CANDIDATES": found["refs"],
+                                                  "PLATFORM_ARGS": "--set platforms=linux/amd64",
+                                                  "REQUIRED_TESTS_ARGS": "--set required_tests=cpu"})
+    assert result.returncode == 0, result.stderr
+    # One call with both digests: the index holds exactly the candidates that were tested.
+    assert log.read_text().splitlines() == [f"promote {CANDIDATES['amd64']} {CANDIDATES['arm64']} "
+                                            "--set platforms=linux/amd64 --set required_tests=cpu"]
+    assert _outputs(tmp_path) == {"release": f"ghcr.io/my-org/pytorch-universal-dev@{index}", "digest": index}
+    # A pudev that prints no released digest fails the step instead of signing nothing.
+    _stub_pudev(tmp_path, "echo 'something else'")
+    assert _run_step(promote["run"], tmp_path, {**env, "CANDIDATES": found["refs"],
+                                                "REQUIRED_TESTS_ARGS": ""}).returncode != 0
+    # A platform whose candidate is missing stops the job before promotion, naming it.
+    (tmp_path / "candidate" / "cu132-arm64.txt").unlink()
+    missing = _run_step(candidate["run"], tmp_path, env)
+    assert missing.returncode == 1 and "No arm64 candidate" in missing.stdout
+
+
+def test_each_platform_gets_its_own_sbom_on_its_released_digest(tmp_path: Path) -> None:
+    log = _stub_pudev(tmp_path)
+    _candidates(tmp_path, ["amd64", "arm64"])
+    sbom, step = _step("publish", "pudev sbom")
+    assert sbom > _step("publish", "pudev promote")[0]
+    result = _run_step(step["run"], tmp_path, _publish_env("amd64 arm64"))
+    assert result.returncode == 0, result.stderr
+    released = {arch: ref.replace("-candidates@", "@") for arch, ref in CANDIDATES.items()}
+    assert log.read_text().splitlines() == [f"sbom {released[arch]} --push --out sbom-cu132-{arch}.cdx.json"
+                                            for arch in ("amd64", "arm64")]
+    # Reading an arm64 image's SBOM runs it: the amd64 publish runner gets an emulator first.
+    emulator, emulate = _step("publish", "qemu-user-static")
+    assert emulator < sbom and emulate["if"] == "matrix.arches != 'amd64'"
+    assert _jobs()["publish"]["runs-on"] == "ubuntu-24.04"
+    _, upload = _step("publish", "release-${{ matrix.variant }}")
+    assert "sbom-${{ matrix.variant }}-*.cdx.json" in upload["with"]["path"]
+
+
+def _matrix_step(tmp_path: Path, *, private: str, arm64_runners: str = "",
+                 first_run_args: str = "") -> dict[str, str]:
+    """The matrix job's step as GitHub runs it, with the real pudev, for a public or private repository."""
+    _, step = _step("matrix", "pudev matrix --json")
+    assert step["env"] == {"PRIVATE": "${{ github.event.repository.private }}",
+                           "ARM64_RUNNERS": "${{ vars.ARM64_RUNNERS }}"}
+    pudev = tmp_path / ".venv/bin/pudev"
+    pudev.parent.mkdir(parents=True, exist_ok=True)
+    if not pudev.exists():
+        pudev.symlink_to(BIN / "pudev")
+    result = _run_step(step["run"], tmp_path, {"PRIVATE": private, "ARM64_RUNNERS": arm64_runners,
+                                                "FIRST_RUN_ARGS": first_run_args, "HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    (tmp_path / "stdout").write_text(result.stdout)
+    return _outputs(tmp_path)
+
+
+def _platforms(outputs: dict[str, str]) -> tuple[set[str], set[str]]:
+    build = {entry["platform"] for entry in json.loads(outputs["variants"])["include"]}
+    publish = {platform for entry in json.loads(outputs["publish"])["include"]
+               for platform in entry["platforms"].split(",")}
+    return build, publish
+
+
+def test_a_public_repository_builds_and_publishes_arm64(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pudev.cli import main
+
+    outputs = _matrix_step(tmp_path, private="false")
+    assert _platforms(outputs) == ({"linux/amd64", "linux/arm64"},) * 2
+    assert outputs["platform-args"] == ""
+    assert (tmp_path / "github_step_summary").read_text() == ""
+    assert "::warning" not in (tmp_path / "stdout").read_text()
+    # Exactly what `pudev matrix --json` (and `--publish`) print: the matrices are never written by hand.
+    assert main(["matrix", "--json"]) == 0
+    assert outputs["variants"] == capsys.readouterr().out.strip()
+    assert main(["matrix", "--json", "--publish"]) == 0
+    assert outputs["publish"] == capsys.readouterr().out.strip()
+
+
+@pytest.mark.parametrize(("private", "arm64_runners", "why"), [
+    ("true", "", "this repository is private"),
+    ("false", "none", "ARM64_RUNNERS is 'none'"),
+])
+def test_a_private_fork_skips_arm64_with_a_warning(tmp_path: Path, private: str, arm64_runners: str,
+                                                   why: str) -> None:
+    outputs = _matrix_step(tmp_path, private=private, arm64_runners=arm64_runners)
+    build, publish = _platforms(outputs)
+    assert build == publish == {"linux/amd64"}
+    assert "arm64" not in outputs["variants"] and "arm64" not in outputs["publish"]
+    # Every variant is still built and published, for amd64 alone.
+    assert ([entry["variant"] for entry in json.loads(outputs["publish"])["include"]]
+            == list(load_matrix(VARIANTS_FILE).variants))
+    summary = (tmp_path / "github_step_summary").read_text()
+    assert "[!WARNING]" in summary and why in summary
+    assert "linux/arm64 was left out" in summary and "the published tags carry linux/amd64 only" in summary
+    warning = next(line for line in (tmp_path / "stdout").read_text().splitlines() if line.startswith("::warning"))
+    assert "linux/arm64 was left out" in warning
+    # promote is told the same, so it does not refuse the index for a missing arm64 candidate.
+    assert outputs["platform-args"] == "--set platforms=linux/amd64"
+    assert _jobs()["matrix"]["outputs"]["platform-args"] == "${{ steps.matrix.outputs.platform-args }}"
+    for job in ("build", "publish"):
+        assert _jobs()[job]["env"]["PLATFORM_ARGS"] == "${{ needs.matrix.outputs.platform-args }}"
+
+
+def test_a_private_forks_first_run_is_amd64_only_too(tmp_path: Path) -> None:
+    outputs = _matrix_step(tmp_path, private="true", first_run_args=_first_run_args())
+    assert _platforms(outputs) == ({"linux/amd64"},) * 2
+    (entry,) = json.loads(outputs["variants"])["include"]
+    assert entry["image"].endswith("pytorch-universal-dev-first-run")
+
+
+def test_the_header_documents_the_fork_fallback() -> None:
+    header = "\n".join(line for line in IMAGES.read_text().splitlines() if line.startswith("#"))
+    header = " ".join(header.replace("#", " ").split())
+    for needed in ("ubuntu-24.04-arm", "private fork", "ARM64_RUNNERS", "--set platforms=linux/amd64",
+                   "the published tags carry linux/amd64 only", "skip with a warning"):
+        assert needed in header, needed

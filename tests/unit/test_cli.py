@@ -184,7 +184,7 @@ def test_build_runs_the_command_plan_prints(on_engine: bool, capsys: pytest.Capt
     def identity(ref: str, info: dict[str, object] | None = None) -> tuple[str, str]:
         return _engine_identity(ref) if on_engine or ref in pulled else ("", "")
 
-    def ensure_local(ref: str) -> dict[str, object]:
+    def ensure_local(ref: str, **_: object) -> dict[str, object]:
         pulled.add(ref)
         return {"Id": _engine_identity(ref)[1]}
 

@@ -243,3 +243,54 @@ def test_set_mirror_as_root_switches_every_user(image_root: MirrorFiles, monkeyp
 def test_unknown_mirror() -> None:
     with pytest.raises(PudevError, match="unknown mirror 'ustc': choose one of aliyun, tuna, none"):
         switch.lookup("ustc")
+
+
+# arm64 Ubuntu keeps its packages in ubuntu-ports (ports.ubuntu.com), security updates included: a mirror
+# carries them under <apt_base>/ubuntu-ports/, never under ubuntu/ (which holds amd64 alone).
+UBUNTU_2404_ARM64 = """\
+Types: deb
+URIs: http://ports.ubuntu.com/ubuntu-ports/
+Suites: noble noble-updates noble-backports
+Components: main restricted universe multiverse
+Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg
+
+Types: deb
+URIs: http://ports.ubuntu.com/ubuntu-ports/
+Suites: noble-security
+Components: main restricted universe multiverse
+Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg
+"""
+
+UBUNTU_2204_ARM64 = """\
+deb http://ports.ubuntu.com/ubuntu-ports/ jammy main restricted
+deb http://ports.ubuntu.com/ubuntu-ports/ jammy-updates main restricted universe
+# deb-src http://ports.ubuntu.com/ubuntu-ports/ jammy universe
+deb [arch=arm64] http://ports.ubuntu.com/ubuntu-ports/ jammy-backports main restricted universe multiverse
+deb http://ports.ubuntu.com/ubuntu-ports/ jammy-security main restricted
+"""
+
+
+@pytest.mark.parametrize("name", list(MIRRORS))
+def test_deb822_sources_ubuntu_2404_arm64(name: str) -> None:
+    mirror = MIRRORS[name]
+    out = rewrite_deb822(UBUNTU_2404_ARM64, mirror, https=True)
+    ports = f"{mirror.apt_base}/ubuntu-ports/"
+    assert f"URIs: {ports}\nSuites: noble noble-updates noble-backports\n" in out
+    security = "http://ports.ubuntu.com/ubuntu-ports/" if mirror.apt_security_upstream else ports
+    assert f"URIs: {security}\nSuites: noble-security\n" in out
+    assert out.count("Components: main restricted universe multiverse") == 2
+    assert out.count("Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg") == 2
+    assert f"{mirror.apt_base}/ubuntu/" not in out
+
+
+@pytest.mark.parametrize("name", list(MIRRORS))
+def test_one_line_sources_ubuntu_2204_arm64(name: str) -> None:
+    mirror = MIRRORS[name]
+    out = rewrite_one_line(UBUNTU_2204_ARM64, mirror, https=True).splitlines()
+    ports = f"{mirror.apt_base}/ubuntu-ports/"
+    assert out[0] == f"deb {ports} jammy main restricted"
+    assert out[1] == f"deb {ports} jammy-updates main restricted universe"
+    assert out[2] == "# deb-src http://ports.ubuntu.com/ubuntu-ports/ jammy universe"
+    assert out[3] == f"deb [arch=arm64] {ports} jammy-backports main restricted universe multiverse"
+    security = "http://ports.ubuntu.com/ubuntu-ports/" if mirror.apt_security_upstream else ports
+    assert out[4] == f"deb {security} jammy-security main restricted"

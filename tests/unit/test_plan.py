@@ -13,10 +13,11 @@ from pudev.building.labels import SourceInfo, build_labels, public_url, source_i
 from pudev.building.plan import BuildPlan, build_args
 from pudev.building.record import RECORD_ARG
 from pudev.common.errors import PudevError
-from pudev.config.loader import load_matrix
+from pudev.config.loader import load_matrix, read_variant_file
 from pudev.config.model import Variant
 from pudev.config.overrides import parse_assignments, parse_toolkit_images
 from pudev.config.profiles import load_profile, profile_names
+from pudev.config.selection import profile_builds
 from pudev.paths import DOCKERFILE, VARIANTS_FILE
 
 SOURCE = SourceInfo(revision="0" * 40, created="2026-01-01T00:00:00Z", url="")
@@ -136,14 +137,17 @@ def test_engine_facts_known_to_a_plan_are_passed(matrix_file: WriteMatrix) -> No
 @pytest.mark.parametrize("name", profile_names())
 def test_each_profile_overrides_only_what_stand_ins_replace(name: str) -> None:
     profile = load_profile(name)
-    allowed = {"torch", "python", "base_image", "toolkits", "cuda_arch_list", "image", "build_mirror", "lock",
-               "required_tests"}
+    allowed = {"torch", "python", "base_image", "torch_index", "toolkits", "cuda_arch_list", "image", "build_mirror",
+               "lock", "required_tests"}
     for override in profile.overrides:
         assert override.key in allowed or override.key.startswith("toolkit."), override.key
-    variant = load_matrix(VARIANTS_FILE, {profile.variant: list(profile.overrides)}).get(profile.variant)
-    declared = load_matrix(VARIANTS_FILE).get(profile.variant)
-    assert variant.cuda == declared.cuda  # torch's CUDA release is what a profile never changes
-    assert variant.lock.startswith("standin-") and variant.image != declared.image
+    declared = read_variant_file(VARIANTS_FILE).declared
+    for variant in profile_builds(name):
+        as_declared = declared.on(profile.variant, variant.platform)
+        assert variant.cuda == as_declared.cuda  # torch's CUDA release is what a profile never changes
+        assert variant.base == as_declared.base  # a stand-in of the same kind of base
+        assert variant.lock.startswith("standin-") and variant.image != as_declared.image
+    assert {variant.platform for variant in profile_builds(name)} == set(declared.get(profile.variant).platforms)
 
 
 def test_override_parsing() -> None:

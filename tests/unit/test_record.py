@@ -19,7 +19,8 @@ from pudev.building.plan import BuildPlan
 from pudev.building.record import RECORD_ARG
 from pudev.config.loader import load_matrix
 from pudev.config.model import Toolkit, Variant
-from pudev.config.profiles import load_profile, profile_names
+from pudev.config.profiles import profile_names
+from pudev.config.selection import profile_builds
 from pudev.image import record as image_record
 from pudev.paths import VARIANTS_FILE
 
@@ -32,11 +33,8 @@ TOOLKIT_KEYS = {"version", "path", "max_gcc", "host_compiler", "arch_list"}
 
 def _variants(matrix_file: WriteMatrix) -> list[Variant]:
     """The synthetic matrix's variants, today's, and each profile's."""
-    found = list(load_matrix(matrix_file()).variants.values()) + list(load_matrix(VARIANTS_FILE).variants.values())
-    for name in profile_names():
-        profile = load_profile(name)
-        found.append(load_matrix(VARIANTS_FILE, {profile.variant: list(profile.overrides)}).get(profile.variant))
-    return found
+    found = load_matrix(matrix_file()).every_build() + load_matrix(VARIANTS_FILE).every_build()
+    return found + [build for name in profile_names() for build in profile_builds(name)]
 
 
 def _identified(variant: Variant) -> BuildPlan:
@@ -113,11 +111,10 @@ def _write(planned: dict[str, Any], tmp_path: Path, *, lock: str = "", shipped: 
     return written
 
 
-@pytest.mark.parametrize("name", profile_names())
+@pytest.mark.parametrize("variant", [build for name in profile_names() for build in profile_builds(name)],
+                         ids=lambda build: f"{build.name}-{build.platform}")
 def test_the_record_step_keeps_the_plan_and_adds_what_only_the_build_knows(
-        name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    profile = load_profile(name)
-    variant = load_matrix(VARIANTS_FILE, {profile.variant: list(profile.overrides)}).get(profile.variant)
+        variant: Variant, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     planned = _planned(_identified(variant))
     monkeypatch.setattr(image_record, "host_compiler_for", lambda max_gcc: f"g++-{max_gcc}")
     written = _write(planned, tmp_path, lock="numpy==2.1.0 \\\n    --hash=sha256:00\nrich==13.9.4\n",

@@ -10,6 +10,7 @@ import pytest
 from pudev.config.loader import load_matrix
 from pudev.image.compilers.facts import CompileFacts
 from pudev.image.drivers import MINIMUM_DRIVER, judge_driver
+from pudev.image.record import ImageRecord, ToolkitRecord
 from pudev.image.verify import Check, arch_covered, evaluate, exit_code, render
 from pudev.image.verify_facts import Facts
 from pudev.image.verify_network import NetworkFacts, collect, rdma_version
@@ -249,3 +250,204 @@ def test_an_unwritable_or_missing_cache_is_a_warning_with_the_fix() -> None:
 def test_a_users_own_max_jobs_is_reported_as_theirs() -> None:
     checks = _by_name(evaluate(replace(HEALTHY, compile=replace(COMPILING, max_jobs="16", jobs_derived=False))))
     assert checks["compile jobs"].detail == "MAX_JOBS=16, set by you (pudev derives it when unset)"
+
+
+# arm64 hosts and Blackwell: /proc/cpuinfo as each machine prints it (one block per CPU, two shown).
+def _arm_cpuinfo(*parts: str, implementer: str = "0x41") -> str:
+    return "\n\n".join(f"processor\t: {index}\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd sve2\n"
+                       f"CPU implementer\t: {implementer}\nCPU architecture: 8\nCPU variant\t: 0x0\n"
+                       f"CPU part\t: {part}\nCPU revision\t: 0\n" for index, part in enumerate(parts))
+
+
+GRACE_CPUINFO = _arm_cpuinfo("0xd4f", "0xd4f")
+GB10_CPUINFO = _arm_cpuinfo("0xd85", "0xd87", "0xd85")
+X86_CPUINFO = ("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n\n"
+               "processor\t: 1\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n")
+CU126_TORCH = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
+CU132_TORCH = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+TOOLKITS = [("12.6", "5.0", "9.0"), ("13.2", "7.5", "12.1")]  # docker/variants.toml's catalogue
+CU132 = replace(HEALTHY, expected_cuda="13.2", torch_version="2.14.1+cu132", torch_cuda="13.2", driver="595.58.03",
+                cuda_home="/usr/local/cuda-13.2", toolkit_version="13.2", toolkit_max_gcc=15,
+                toolkit_arches=TOOLKITS, torch_arch_list=CU132_TORCH)
+CU126 = replace(CU132, expected_cuda="12.6", torch_version="2.14.1+cu126", torch_cuda="12.6",
+                cuda_home="/usr/local/cuda-12.6", toolkit_version="12.6", toolkit_max_gcc=13,
+                torch_arch_list=CU126_TORCH)
+
+
+def _host(facts: Facts, machine: str, cpuinfo: str, *gpus: tuple[str, str]) -> Facts:
+    from pudev.image.verify_facts import cpu_name
+
+    return replace(facts, machine=machine, cpu=cpu_name(machine, cpuinfo), gpu_capabilities=list(gpus),
+                   gpu_memory=[(name, 90 * GIB, 96 * GIB) for name, _ in gpus], device_count=len(gpus))
+
+
+@pytest.mark.parametrize(("machine", "cpuinfo", "name"), [
+    ("aarch64", GRACE_CPUINFO, "NVIDIA Grace (Neoverse V2)"),  # GH200, GB200, GB300
+    ("aarch64", GB10_CPUINFO, "DGX Spark GB10 (Cortex-X925 + A725)"),  # big and little cores, one name
+    ("aarch64", _arm_cpuinfo("0xd83"), "CPU implementer 0x41 part 0xd83"),  # Thor's Neoverse V3AE: the ids, raw
+    ("aarch64", _arm_cpuinfo("0xd4f", "0xd0c"), "CPU implementer 0x41 part 0xd0c, CPU implementer 0x41 part 0xd4f"),
+    ("aarch64", _arm_cpuinfo("0x000", implementer="0xc0") + "model name\t: Ampere-1a\n", "Ampere-1a"),
+    ("aarch64", "Architecture: aarch64\nModel name: Neoverse-N1\n", "Neoverse-N1"),  # lscpu's layout
+    ("x86_64", X86_CPUINFO, "Intel(R) Xeon(R) Platinum 8480+"),
+    ("x86_64", "", ""),
+])
+def test_cpu_name(machine: str, cpuinfo: str, name: str) -> None:
+    from pudev.image.verify_facts import cpu_name
+
+    assert cpu_name(machine, cpuinfo) == name
+
+
+@pytest.mark.parametrize(("capability", "arch_list", "covered"), [
+    ("12.1", ["sm_120"], True),  # GB10 runs sm_120 SASS
+    ("10.3", ["sm_100"], True),  # B300 runs sm_100 SASS
+    ("10.3", ["sm_100a"], False),  # an arch-specific target runs on its own capability only
+    ("9.0", ["sm_90a"], True),
+    ("10.3", ["sm_100f"], True),  # a family target runs on the family's later minors
+    ("12.0", ["sm_121"], False),  # never on an earlier minor
+    ("11.0", ["sm_100", "sm_120"], False),  # Thor is a major of its own
+    ("11.0", ["sm_90", "compute_100"], True),
+    ("12.1", ["compute_120a"], False),
+    ("12.1", ["compute_120f"], True),
+    ("13.0", ["compute_120f"], False),
+    ("9.0", ["sm_", "compute_XX", "gfx90a", "sm_9"], False),  # what is no target is skipped
+])
+def test_arch_coverage_through_compatible_targets(capability: str, arch_list: list[str], covered: bool) -> None:
+    assert arch_covered(capability, arch_list) is covered
+
+
+def test_coverage_prefers_exact_then_compatible_sass_then_the_newest_ptx() -> None:
+    from pudev.image.gpu_arch import Coverage, coverage
+
+    assert coverage("10.3", ["sm_100", "sm_103", "compute_103"]) == Coverage("sm_103", "exact", "10.3")
+    assert coverage("10.0", ["sm_100a"]) == Coverage("sm_100a", "exact", "10.0")
+    assert coverage("12.1", ["sm_90", "sm_120", "compute_120"]) == Coverage("sm_120", "compatible", "12.0")
+    assert coverage("8.9", ["sm_80", "sm_86", "compute_90"]) == Coverage("sm_86", "compatible", "8.6")
+    assert coverage("12.0", ["sm_90", "compute_80", "compute_90"]) == Coverage("compute_90", "ptx", "9.0")
+    assert coverage("12.0", ["sm_90"]) is None
+
+
+@pytest.mark.parametrize(("capability", "name"), [
+    ("7.0", "Volta"), ("7.5", "Turing"), ("8.0", "Ampere"), ("8.9", "Ada Lovelace"), ("9.0", "Hopper"),
+    ("10.0", "Blackwell"), ("10.3", "Blackwell"), ("11.0", "Blackwell"), ("12.1", "Blackwell"), ("15.0", "unknown"),
+])
+def test_architecture_names(capability: str, name: str) -> None:
+    from pudev.image.gpu_arch import arch_name
+
+    assert arch_name(capability) == name
+
+
+def test_gh200_names_grace_hopper_and_both_toolkits() -> None:
+    checks = evaluate(_host(CU126, "aarch64", GRACE_CPUINFO, ("NVIDIA GH200 480GB", "9.0")))
+    found = _by_name(checks)
+    assert found["cpu"].detail == "aarch64: NVIDIA Grace (Neoverse V2)"
+    assert found["gpu arch"].detail == ("NVIDIA GH200 480GB is sm_90 (Hopper, compute capability 9.0): "
+                                        "torch has sm_90 kernels")
+    assert found["toolkit vs gpu"].detail == "nvcc 12.6 (CUDA_HOME) compiles for sm_90; so does 13.2"
+    assert all(check.status == "ok" for check in checks), render(checks)
+
+
+def test_gb200_names_the_only_toolkit_that_compiles_for_it() -> None:
+    checks = evaluate(_host(CU132, "aarch64", GRACE_CPUINFO, *[("NVIDIA GB200", "10.0")] * 4))
+    assert [check.name for check in checks].count("gpu arch") == 1  # four of the same GPU are one line
+    found = _by_name(checks)
+    assert found["gpu arch"].status == "ok"
+    assert "sm_100 (Blackwell, compute capability 10.0)" in found["gpu arch"].detail
+    assert found["toolkit vs gpu"].detail == ("nvcc 13.2 (CUDA_HOME) compiles for sm_100, "
+                                              "the only toolkit here that does")
+
+
+def test_gb10_runs_torchs_sm_120_kernels() -> None:
+    found = _by_name(evaluate(_host(CU132, "aarch64", GB10_CPUINFO, ("NVIDIA GB10", "12.1"))))
+    assert found["cpu"].detail == "aarch64: DGX Spark GB10 (Cortex-X925 + A725)"
+    assert found["gpu arch"].status == "ok"
+    assert found["gpu arch"].detail.endswith(": sm_121 runs torch's sm_120 kernels "
+                                             "(binary-compatible within Blackwell 12.x)")
+    assert "torch has" not in found["gpu arch"].detail  # no claim of sm_121 kernels of its own
+
+
+def test_b300_runs_torchs_sm_100_kernels_and_a_suffixed_ones_do_not_count() -> None:
+    facts = _host(CU132, "x86_64", X86_CPUINFO, ("NVIDIA B300 SXM6 AC", "10.3"))
+    arch = _by_name(evaluate(facts))["gpu arch"]
+    assert arch.status == "ok" and "sm_103 runs torch's sm_100 kernels (binary-compatible within Blackwell 10.x)" \
+        in arch.detail
+    only_specific = _by_name(evaluate(replace(facts, torch_arch_list=["sm_90", "sm_100a"])))["gpu arch"]
+    assert only_specific.status == "fail" and "sm_103 (Blackwell" in only_specific.detail
+    assert "lists sm_103 (or an sm_10x below it)" in only_specific.fix and "cu132" in only_specific.fix
+
+
+def test_compatible_sass_across_names_says_capability() -> None:
+    arch = _by_name(evaluate(_host(CU126, "x86_64", X86_CPUINFO, ("NVIDIA L40S", "8.9"))))["gpu arch"]
+    assert arch.detail == ("NVIDIA L40S is sm_89 (Ada Lovelace, compute capability 8.9): sm_89 runs torch's sm_86 "
+                           "kernels (binary-compatible within compute capability 8.x)")
+
+
+def test_x86_h100_host() -> None:
+    checks = evaluate(_host(CU126, "x86_64", X86_CPUINFO, ("NVIDIA H100 80GB HBM3", "9.0")))
+    assert _by_name(checks)["cpu"].detail == "x86_64: Intel(R) Xeon(R) Platinum 8480+"
+    assert _by_name(checks)["gpu arch"].detail.endswith("torch has sm_90 kernels")
+    assert exit_code(checks) == 0 and all(check.status == "ok" for check in checks), render(checks)
+
+
+def test_ptx_only_coverage_is_a_warning() -> None:
+    facts = _host(CU126, "x86_64", X86_CPUINFO, ("NVIDIA RTX PRO 6000", "12.0"))
+    arch = _by_name(evaluate(replace(facts, torch_arch_list=[*CU126_TORCH, "compute_90"])))["gpu arch"]
+    assert arch.status == "warn" and "JIT-compiles torch's compute_90 PTX" in arch.detail and "sm_120" in arch.fix
+
+
+def test_cuda_home_that_cannot_compile_for_the_gpu_says_which_toolkit_can() -> None:
+    gb10 = _by_name(evaluate(replace(_host(CU132, "aarch64", GB10_CPUINFO, ("NVIDIA GB10", "12.1")),
+                                     toolkit_version="12.6", cuda_home="/usr/local/cuda-12.6")))["toolkit vs gpu"]
+    assert gb10.status == "warn"
+    assert gb10.detail.startswith("nvcc 12.6 (CUDA_HOME, 5.0 to 9.0) cannot compile for sm_121; only 13.2 can")
+    assert gb10.fix == "`cuda-switch 13.2` before building extensions"
+    # A cu126 image on a B200: 13.2 compiles for it, but torch's CUDA 12.6 refuses a 13.x toolkit.
+    b200 = _by_name(evaluate(_host(CU126, "x86_64", X86_CPUINFO, ("NVIDIA B200", "10.0"))))
+    assert b200["gpu arch"].status == "fail" and b200["toolkit vs gpu"].status == "warn"
+    assert "cuda-switch 13.2" in b200["toolkit vs gpu"].fix and "built for CUDA 13.x" in b200["toolkit vs gpu"].fix
+    gone = _by_name(evaluate(replace(_host(CU132, "x86_64", X86_CPUINFO, ("NVIDIA B200", "10.0")),
+                                     toolkit_version=None, cuda_home="")))["toolkit vs gpu"]
+    assert gone.status == "warn" and "holds no nvcc" in gone.detail and "cuda-switch 13.2" in gone.fix
+
+
+def test_nothing_covers_the_gpu() -> None:
+    """A cu121 image on a GB200: torch has no Blackwell code and neither toolkit compiles for it."""
+    cu121 = replace(HEALTHY, torch_arch_list=["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"],
+                    toolkit_arches=[("11.8", "3.5", "9.0"), ("12.1", "5.0", "9.0")])
+    checks = evaluate(_host(cu121, "aarch64", GRACE_CPUINFO, ("NVIDIA GB200", "10.0")))
+    found = _by_name(checks)
+    assert found["gpu arch"].status == "fail" and "no kernel image is available" in found["gpu arch"].detail
+    assert found["toolkit vs gpu"].status == "warn"
+    assert found["toolkit vs gpu"].detail == "no toolkit in this image compiles for sm_100 (11.8: 3.5 to 9.0, " \
+                                             "12.1: 5.0 to 9.0)"
+    assert exit_code(checks) == 1
+
+
+def test_without_gpus_or_recorded_ranges_there_is_nothing_to_judge() -> None:
+    names = [check.name for check in evaluate(replace(CU132, gpu_capabilities=[]))]
+    assert "toolkit vs gpu" not in names and "gpu arch" not in names and "cpu" not in names
+    old_record = _host(replace(CU132, toolkit_arches=[]), "x86_64", X86_CPUINFO, ("NVIDIA H100", "9.0"))
+    assert "toolkit vs gpu" not in [check.name for check in evaluate(old_record)]
+
+
+def test_toolkit_arches_from_the_raw_record(tmp_path: Path) -> None:
+    from pudev.image.verify_facts import toolkit_arches
+
+    def toolkit(version: str, installed: bool) -> ToolkitRecord:
+        path = tmp_path / f"cuda-{version}"
+        if installed:
+            (path / "bin").mkdir(parents=True)
+            (path / "bin" / "nvcc").write_text("")
+        return ToolkitRecord(version, str(path), 13, "g++", "9.0")
+
+    record = replace(_record(), toolkits=[toolkit("12.6", True), toolkit("13.2", True),
+                                                   toolkit("12.1", False)])
+    raw = {"toolkits": [{"version": "12.6", "min_arch": "5.0", "max_arch": "9.0"},
+                        {"version": "13.2"},  # a record written before the arch range was kept
+                        {"version": "12.1", "min_arch": "5.0", "max_arch": "9.0"}]}
+    assert toolkit_arches(record, raw) == [("12.6", "5.0", "9.0")]  # 12.1 was removed from the disk
+
+
+def _record() -> ImageRecord:
+    return ImageRecord(variant="cu126", image="i", torch="2.14.1", cuda="12.6", python="3.12", default_toolkit="12.6",
+                       cuda_arch_list="9.0", cxx_standard="c++20", mirror="none", build_mirror="none", user="dev",
+                       toolkits=[])

@@ -15,7 +15,7 @@ from pudev.building.facts import input_images
 from pudev.building.mutex import build_mutex
 from pudev.building.plan import BuildPlan, cli_args
 from pudev.common.errors import PudevError
-from pudev.engine import builds, docker
+from pudev.engine import builds, docker, emulation
 
 LOG_LINES_KEPT = 4000
 
@@ -23,9 +23,12 @@ LOG_LINES_KEPT = 4000
 def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
     """Build and tag; returns the image id. Raises PudevError with the failing stage."""
     docker.require_daemon()
-    # The record names the base's and toolkits' digests, so they must be here (pulled if need be) first.
-    # Each input image is inspected once: the pull step's answer is also its identity.
-    inspected = {needed.reference: docker.ensure_local(needed.reference) for needed in input_images(plan.variant)}
+    platform = plan.variant.platform
+    emulation.require_runnable(platform, f"pudev build {plan.variant.name} --platform {platform}")
+    # The record names the base's and toolkits' digests, so they must be here (pulled if need be) first,
+    # for the platform built. Each input image is inspected once: the pull step's answer is its identity.
+    inspected = {needed.reference: docker.ensure_local(needed.reference, platform=platform)
+                 for needed in input_images(plan.variant)}
     (plan,) = identify([plan], (already_inspected(inspected),))
     spec = plan.spec()  # the plan `pudev plan` prints, each fact it left to the build now filled in
     if spec.pending:

@@ -6,7 +6,6 @@ building/digests.py; where it is missing, the plan holds its place (building/fac
 
 from __future__ import annotations
 
-import platform
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,21 +16,17 @@ from pudev.building.facts import Fact, ImageIdentity, InputImage, every_fact, in
 from pudev.building.labels import SourceInfo, base_labels, build_labels
 from pudev.building.locks import lock_path
 from pudev.building.record import RECORD_ARG, planned_record, record_json
+from pudev.common.platforms import native_platform
 from pudev.config.model import Variant
+from pudev.config.rules import PLATFORM_SUFFIX
 from pudev.paths import DOCKERFILE, REPO_ROOT
 
-_MACHINE_TO_PLATFORM = {
-    "x86_64": "linux/amd64", "amd64": "linux/amd64", "aarch64": "linux/arm64", "arm64": "linux/arm64",
-}
 TARGET = "final"
 
 
-def native_platform() -> str:
-    return _MACHINE_TO_PLATFORM.get(platform.machine().lower(), "")
-
-
 def local_tag(variant: Variant) -> str:
-    return f"{variant.image}:{variant.name}"
+    """The engine keeps one platform per tag: another platform's build adds its suffix (cu132-arm64)."""
+    return f"{variant.image}:{variant.name}{PLATFORM_SUFFIX[variant.platform]}"
 
 
 def build_args(variant: Variant) -> dict[str, str]:
@@ -39,6 +34,8 @@ def build_args(variant: Variant) -> dict[str, str]:
     those steps' cache keys. The record step reads the variant from IMAGE_RECORD alone."""
     args = {
         "BASE_IMAGE": variant.base_image,
+        "BASE_KIND": variant.base,
+        "TORCH_INDEX": variant.torch_index,
         "TORCH_VERSION": variant.torch,
         "CUDA_VERSION": variant.cuda,
         "PYTHON_VERSION": variant.python,

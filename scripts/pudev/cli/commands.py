@@ -155,28 +155,43 @@ def cmd_promote(request: Request) -> int:
     import dataclasses
 
     from pudev.registry.client import RegistryClient
+    from pudev.release.platform_index import promote_index
     from pudev.release.promote import promote
     from pudev.release.targets import parse_digest_ref, require_pushed
     from pudev.release.testresults import results
 
     refs = list(request.selection.names)
-    if len(refs) != 1:
-        raise PudevError("pudev promote takes one candidate by digest: REGISTRY/REPO-candidates@sha256:...")
-    candidate = parse_digest_ref(refs[0], flag="pudev promote")
-    client = RegistryClient(candidate.target.api)
+    if not refs:
+        raise PudevError("pudev promote takes the candidates by digest, one per platform the variant is built for: "
+                         "REGISTRY/REPO-candidates@sha256:...")
+    candidates = [parse_digest_ref(ref, flag="pudev promote") for ref in refs]
+    if len({candidate.target for candidate in candidates}) != 1:
+        raise PudevError("pudev promote: every candidate must come from one candidate repository")
+    client = RegistryClient(candidates[0].target.api)
     client.ping()
-    require_pushed(client, candidate, flag="pudev promote")
-    tested = results(client, candidate)
-    variant_name = tested[-1].variant if tested else ""
-    if not variant_name and not request.selection.profile:
-        raise PudevError(f"{candidate} has no test result at all: run `pudev test {candidate}` first")
-    # The variant (with the profile and flags applied) says which halves must have passed.
-    names = () if request.selection.profile else (variant_name,)
+    found = {}
+    for candidate in candidates:
+        require_pushed(client, candidate, flag="pudev promote")
+        found[candidate.digest] = results(client, candidate)
+    named = {tested[-1].variant for tested in found.values() if tested}
+    if len(named) > 1:
+        raise PudevError(f"pudev promote: the candidates were tested as different variants ({', '.join(sorted(named))})"
+                         "; promote each variant's candidates on their own")
+    if not named and not request.selection.profile:
+        raise PudevError(f"{candidates[0]} has no test result at all: run `pudev test {candidates[0]}` first")
+    # The variant (with the profile and flags applied) says which halves must have passed, and on which platforms.
+    names = () if request.selection.profile else tuple(named)
     selected = resolve(dataclasses.replace(request.selection, names=names))
     variant = selected.variants[0]
     is_default = variant.name == selected.matrix.default_variant
-    release, tags = promote(candidate, found=tested, variant=variant.name, is_default=is_default,
-                            required=variant.required_tests, client=client)
+    if len(variant.platforms) == 1 and len(candidates) == 1:
+        release, tags = promote(candidates[0], found=found[candidates[0].digest], variant=variant.name,
+                                is_default=is_default, required=variant.required_tests, client=client)
+    else:
+        required = {platform: selected.matrix.on(variant.name, platform).required_tests
+                    for platform in variant.platforms}  # each platform's build may require its own halves
+        release, tags = promote_index(candidates, found=found, variant=variant.name, platforms=variant.platforms,
+                                      is_default=is_default, required=required, client=client)
     print(f"promoted {release}: {', '.join(tags)}")
     return 0
 
@@ -218,11 +233,12 @@ def cmd_pin(request: Request) -> int:
 
 
 def cmd_matrix(request: Request) -> int:
-    from pudev.building.cimatrix import matrix_json
+    from pudev.building.cimatrix import matrix_json, publish_json
 
     selected = resolve(request.selection, require_names=False)
     # The whole matrix, or with --profile only the profile's variant (the workflow's cheap first run).
-    print(matrix_json(selected.matrix, only=tuple(variant.name for variant in selected.variants)))
+    only = tuple(variant.name for variant in selected.variants)
+    print((publish_json if request.options.publish else matrix_json)(selected.matrix, only=only))
     return 0
 
 
@@ -290,7 +306,8 @@ def cmd_standins(request: Request) -> int:
     from pudev.building.cabundle import resolve_ca_bundle
     from pudev.devtools.standins import build_standins
 
-    for line in build_standins(resolve_ca_bundle(request.build.ca_bundle, disabled=request.build.no_ca_bundle)):
+    ca_bundle = resolve_ca_bundle(request.build.ca_bundle, disabled=request.build.no_ca_bundle)
+    for line in build_standins(ca_bundle, platform=request.options.platform):
         print(line)
     return 0
 
@@ -308,10 +325,11 @@ def cmd_lock(request: Request) -> int:
     from pudev.paths import REPO_ROOT
 
     selected = resolve(request.selection, require_names=False)
-    chosen = list(selected.variants) or list(selected.matrix.variants.values())
+    chosen = list(selected.variants) or selected.matrix.every_build()
     # A lock shared by several variants is resolved for all of them, whichever one was named.
     names = {variant.lock for variant in chosen}
-    sharing = [variant for variant in selected.matrix.variants.values() if variant.lock in names]
+    sharing = [variant for variant in selected.matrix.every_build() if variant.lock in names]
+    sharing += [variant for variant in chosen if variant not in sharing]  # a profile's own build
     for path in write_locks(sharing, without_base=request.options.without_base):
         print(f"wrote {path}")
     # The README's variant table is derived from the matrix too: refreshed with the locks.

@@ -7,6 +7,8 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from pudev.config.schema import PLATFORMS
+
 if TYPE_CHECKING:
     from pudev.cli.request import Request
 
@@ -24,6 +26,10 @@ def add_selection_options(parser: argparse.ArgumentParser, uses: frozenset[str])
         group.add_argument("--variants-file", default="", metavar="PATH",
                            help="the matrix file (default: docker/variants.toml)")
         group.add_argument("--profile", default="", help="a named override set, e.g. `local` (the stand-in build)")
+        group.add_argument("--platform", default="", choices=["", *PLATFORMS], metavar="PLATFORM",
+                           help="the platform to build or test for, one of the variant's `platforms` "
+                                "(default: the profile's, else the variant's first; another one than this "
+                                "host's runs under binfmt emulation)")
         group.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
                            help="override a variant field, e.g. --set torch=2.4.1")
         group.add_argument("--base-image", default="", metavar="REF", help="same as --set base_image=REF")
@@ -88,9 +94,10 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     push = command("push", "push a built variant once, by digest, to REGISTRY/IMAGE-candidates")
     push.add_argument("--registry", required=True, metavar="HOST[/ORG]", help="e.g. ghcr.io/my-org")
     push.add_argument("--ref-file", default="", metavar="PATH", help="also write the candidate reference here")
-    command("promote", "copy a candidate that passed its tests (by digest) to the release repository and tag it",
-            names="the candidate, REGISTRY/REPO-candidates@sha256:... (what `pudev push` printed)",
-            metavar="CANDIDATE")
+    command("promote", "copy the candidates that passed their tests (by digest) to the release repository and tag "
+                       "them: one image, or for a variant built for several platforms one OCI index of them",
+            names="the candidates, REGISTRY/REPO-candidates@sha256:... (what `pudev push` printed), one per "
+                  "platform the variant is built for", metavar="CANDIDATE")
     sbom = command("sbom", "a CycloneDX SBOM of an image: write it, --push it to the registry, or --fetch it",
                    names="a built variant's image tag, or REGISTRY/REPO@sha256:...", metavar="IMAGE", uses=frozenset())
     sbom.add_argument("--out", default="-", metavar="PATH", help="where to write it (default: stdout)")
@@ -102,10 +109,19 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
                      help="the matrix file (default: docker/variants.toml)")
     matrix = command("matrix", "print the CI build matrix as JSON (the workflow reads it)", names="")
     matrix.add_argument("--json", action="store_true", help="JSON output (the only format)")
+    matrix.add_argument("--publish", action="store_true",
+                        help="one entry per variant with its platforms (the publish jobs), not per variant and "
+                             "platform (the build jobs)")
     bake = command("bake", "write docker-bake.json for `docker buildx bake`: each target the build `pudev build` "
                            "runs, input digests included (pinned, pulled here, or asked of the registry)", names="",
                    uses=planning)
     bake.add_argument("--out", default="docker-bake.json", metavar="PATH", help="output file, or - for stdout")
+    _add_maintenance_commands(command)
+    return parser
+
+
+def _add_maintenance_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
+    """The commands that maintain the project rather than use an image: benchmarks, stand-ins, locks."""
     bench = command("bench-build", "measure cold and incremental stand-in builds", names="")
     bench.add_argument("--out", default="reports/bench-build.json", metavar="PATH", help="JSON result")
     bench.add_argument("--compare", default="", metavar="PATH", help="an earlier JSON result to compare with")
@@ -115,10 +131,11 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     bench_ext.add_argument("--part", action="append", choices=["speed", "memory"], default=[],
                            help="speed (cold, warm cache, wheelhouse) and/or memory (under a cap); default: both")
     command("clean", "remove the locally built variant tags", names="")
-    command("standins", "build the stand-in images (idempotent)", names="", uses=frozenset({CA}))
+    standins = command("standins", "build the stand-in images (idempotent)", names="", uses=frozenset({CA}))
+    standins.add_argument("--platform", default="", choices=["", *PLATFORMS], metavar="PLATFORM",
+                          help="only the stand-ins for this platform (default: every platform's)")
     command("profiles", "list the stand-in profiles (docker/standins/standins.toml)", names="", uses=frozenset())
     lock = command("lock", "regenerate the hashed requirement locks (all variants by default, or --profile NAME)")
     lock.add_argument("--without-base", action="store_true",
                       help="resolve without the base images' packages (where the bases cannot be pulled; the "
                            "build still refuses a lock that would change what its base ships)")
-    return parser

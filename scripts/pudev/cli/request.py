@@ -39,6 +39,7 @@ def request_from(args: argparse.Namespace, pytest_args: list[str]) -> Request:
         names=tuple(option("names") or ()),
         variants_file=Path(variants_file) if variants_file else None,
         profile=option("profile") or "",
+        platform=option("platform") or "",
         overrides=tuple(_flag_overrides(args)),
         pull_mirror=option("pull_mirror") or "",
     )

@@ -14,6 +14,7 @@ from typing import Any
 from pudev.common.errors import PudevError
 from pudev.common.halves import SUITE_HALVES
 from pudev.common.inputs import InputFile
+from pudev.common.platforms import native_platform
 from pudev.config import rules
 from pudev.config.model import Matrix, Toolkit, Variant
 from pudev.config.overrides import TOOLKIT_KEY, Override
@@ -39,17 +40,21 @@ class VariantFile:
 
     @functools.cached_property
     def declared(self) -> Matrix:
-        """The matrix as the file declares it, built and validated once per command."""
+        """The matrix as the file declares it, every variant on every platform, built and validated once."""
         return _build(self.source, self.raw, {})
 
-    def with_overrides(self, overrides: Overrides) -> Matrix:
-        """Validated as declared first (the file's own errors name the file), then overridden."""
+    def with_overrides(self, overrides: Overrides, platform: str = "", *, every_platform: bool = False) -> Matrix:
+        """Validated as declared first (the file's own errors name the file), then overridden. The
+        overridden variants are built for `platform`, else the one a plain build builds, or with
+        `every_platform` for each of theirs (a profile names images for every platform)."""
         declared = self.declared
         if not overrides:
             return declared
-        for name in overrides:
-            declared.get(name)  # an unknown name fails here, listing the valid ones
-        return _build(self.source, self.raw, overrides)
+        for name, changes in overrides.items():
+            # An unknown name fails here, listing the valid ones; so does a platform it is not built for,
+            # unless these very overrides give it new platforms.
+            declared.on(name, "" if any(change.key == "platforms" for change in changes) else platform)
+        return _build(self.source, self.raw, overrides, platform, every_platform=every_platform)
 
 
 def read_variant_file(source: InputFile | Path) -> VariantFile:
@@ -62,7 +67,8 @@ def load_matrix(source: InputFile | Path, overrides: Overrides | None = None) ->
     return read_variant_file(source).with_overrides(overrides or {})
 
 
-def _build(source: InputFile, raw: dict[str, Any], overrides: Overrides) -> Matrix:
+def _build(source: InputFile, raw: dict[str, Any], overrides: Overrides, only_platform: str = "", *,
+           every_platform: bool = False) -> Matrix:
     try:
         check_table(raw, Schema.TOP, where="")
         check_catalogue(raw["toolkits"])
@@ -73,17 +79,35 @@ def _build(source: InputFile, raw: dict[str, Any], overrides: Overrides) -> Matr
                              f"({', '.join(raw['variants'])})", "default_variant")
     except FieldError as error:
         raise _in_file(source, error) from None
-    variants = {}
+    builds: dict[str, dict[str, Variant]] = {}
     for name, table in raw["variants"].items():
         changes = list(overrides.get(name, ()))
         try:
-            variants[name] = _variant(name, raw, table, changes)
+            platforms = _platforms_of(name, raw, table, changes)
+            default = native_platform() if native_platform() in platforms else platforms[0]
+            chosen = [only_platform or default] if changes and not every_platform else platforms
+            builds[name] = {platform: _variant(name, raw, table, changes, platform) for platform in chosen}
         except FieldError as error:
             culprit = _culprit(error, changes)
             if culprit is None:
                 raise _in_file(source, error) from None
             raise PudevError(f"{culprit.source}: {error} (variant {name} of {source.path})") from None
-    return Matrix(path=source.path, default_variant=raw["default_variant"], variants=variants)
+    # A command that names no platform works on this host's where the variant is built for it.
+    native = native_platform()
+    variants = {name: found.get(native) or next(iter(found.values())) for name, found in builds.items()}
+    return Matrix(path=source.path, default_variant=raw["default_variant"], variants=variants, builds=builds)
+
+
+def _on_platform(error: FieldError, where: str) -> FieldError:
+    """The rules name the variant alone; on a variant built for several platforms, say which build broke them."""
+    text = str(error)
+    if " on " in where and where.strip(": ") not in text:
+        text = text.replace(where.split(" on ")[0] + ":", where.rstrip(": ") + ":", 1)
+    return FieldError(text, *error.fields)
+
+
+def _declared_platforms(raw: dict[str, Any], table: dict[str, Any]) -> list[str]:
+    return list(table.get("platforms") or raw.get("platforms") or [])
 
 
 def _in_file(source: InputFile, error: FieldError) -> PudevError:
@@ -99,14 +123,40 @@ def _culprit(error: FieldError, changes: list[Override]) -> Override | None:
     return None
 
 
-def _variant(name: str, raw: dict[str, Any], table: Any, changes: list[Override]) -> Variant:
+def _platforms_of(name: str, raw: dict[str, Any], table: Any, changes: list[Override]) -> list[str]:
+    """The platforms a variant is built for (an override may narrow or widen them), each per-platform
+    table checked against what the file declares."""
     where = f"variant {name}: "
     if not isinstance(table, dict):
         raise FieldError(f"{where}expected a table, got {table!r}", "variants")
-    fields = {key: copy.deepcopy(value) for key, value in raw.items() if key in Schema.SHARED}
-    fields.update(copy.deepcopy(table))
-    catalogue: dict[str, Any] = copy.deepcopy(raw["toolkits"])
+    fields = {"platforms": raw.get("platforms"), **table}
+    check_table({key: fields[key] for key in ("platforms", "on") if fields.get(key) is not None},
+                {"platforms": Schema.VARIANT["platforms"], "on": Schema.VARIANT["on"]}, where=where)
+    if fields.get("platforms") is None:
+        raise FieldError(f"{where}field 'platforms' is missing; add it (such as [\"linux/amd64\"])", "platforms")
+    declared: list[str] = fields["platforms"]
+    for platform, facts in fields.get("on", {}).items():
+        if platform not in declared:
+            raise FieldError(f"{where}table 'on.\"{platform}\"': {platform} is not one of the variant's platforms "
+                             f"({', '.join(declared)}); add it to `platforms` or drop the table", "platforms")
+        check_table(facts, Schema.ON_PLATFORM, where=f"{where}on {platform}: ")
+    platforms = declared
     for change in changes:
+        if change.key == "platforms":
+            check_table({"platforms": change.value}, {"platforms": Schema.VARIANT["platforms"]}, where=where)
+            platforms = change.value
+    return platforms
+
+
+def _variant(name: str, raw: dict[str, Any], table: dict[str, Any], changes: list[Override],
+             platform: str) -> Variant:
+    """The variant built for `platform`: shared fields, its own, that platform's table, then the overrides."""
+    where = f"variant {name} on {platform}: " if len(_declared_platforms(raw, table)) > 1 else f"variant {name}: "
+    fields = {key: copy.deepcopy(value) for key, value in raw.items() if key in Schema.SHARED}
+    fields.update(copy.deepcopy({key: value for key, value in table.items() if key != "on"}))
+    fields.update(copy.deepcopy(table.get("on", {}).get(platform, {})))
+    catalogue: dict[str, Any] = copy.deepcopy(raw["toolkits"])
+    for change in (change for change in changes if change.platform in ("", platform)):
         toolkit = TOOLKIT_KEY.fullmatch(change.key)
         if toolkit:
             catalogue.setdefault(toolkit["version"], {})[toolkit["field"]] = change.value
@@ -121,21 +171,35 @@ def _variant(name: str, raw: dict[str, Any], table: Any, changes: list[Override]
                              "toolkits")
         check_table(catalogue[version], Schema.TOOLKIT, where=f"toolkit {version}: ",
                     key_prefix=f"toolkit.{version}.")
+        carried = catalogue[version].get("platforms", ["linux/amd64"])
+        if platform not in carried:
+            raise FieldError(f"{where}toolkit {version}'s image is for {', '.join(carried)} only; give it a {platform} "
+                             f"image (NVIDIA's multi-arch devel tags carry linux/arm64 as sbsa) and list {platform} in "
+                             f"[toolkits.\"{version}\"] platforms", f"toolkit.{version}.platforms", "platforms")
     provides = {version: catalogue[version].get("stands_in_for") or version for version in versions}
-    arch_lists = rules.arch_lists_by_toolkit(name, fields["cuda_arch_list"], provides)
+    try:
+        arch_lists = rules.arch_lists_by_toolkit(name, fields["cuda_arch_list"], provides)
+    except FieldError as error:
+        raise _on_platform(error, where) from None
     toolkits = tuple(
         Toolkit(version=version, image=catalogue[version]["image"], max_gcc=catalogue[version]["max_gcc"],
                 min_arch=catalogue[version]["min_arch"], max_arch=catalogue[version]["max_arch"],
-                arch_list=arch_lists[version], stands_in_for=catalogue[version].get("stands_in_for", ""))
+                arch_list=arch_lists[version], stands_in_for=catalogue[version].get("stands_in_for", ""),
+                platforms=tuple(catalogue[version].get("platforms", ["linux/amd64"])))
         for version in versions
     )
     variant = Variant(
         name=name, torch=fields["torch"], cuda=fields["cuda"], python=fields["python"],
         cxx_standard=fields["cxx_standard"], base_image=fields["base_image"], toolkits=toolkits,
-        image=fields["image"], platform=fields["platform"], mirror=fields["mirror"],
+        image=fields["image"], platform=platform, mirror=fields["mirror"],
         build_mirror=fields.get("build_mirror") or fields["mirror"],
-        lock=fields.get("lock") or rules.default_lock(fields["torch"], fields["python"], fields["platform"]),
+        lock=fields.get("lock") or rules.default_lock(fields["torch"], fields["python"], platform),
         required_tests=tuple(fields.get("required_tests") or SUITE_HALVES),
+        platforms=tuple(fields["platforms"]), base=fields.get("base", "official"),
+        torch_index=fields.get("torch_index", ""),
     )
-    rules.check_variant(variant)
+    try:
+        rules.check_variant(variant)
+    except FieldError as error:
+        raise _on_platform(error, where) from None
     return variant

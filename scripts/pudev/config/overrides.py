@@ -12,11 +12,11 @@ from pudev.common.errors import PudevError
 from pudev.config.schema import Schema
 
 TOOLKIT_KEY = re.compile(r"toolkit\.(?P<version>\d+\.\d+)\.(?P<field>[a-z_]+)")
-VARIANT_KEYS: tuple[str, ...] = tuple(Schema.VARIANT)
+VARIANT_KEYS: tuple[str, ...] = tuple(key for key in Schema.VARIANT if key != "on")  # `on` holds tables
 TOOLKIT_FIELDS: tuple[str, ...] = tuple(Schema.TOOLKIT)
 HELP = (
     "keys: " + ", ".join(VARIANT_KEYS) + ", " + ", ".join(f"toolkit.X.Y.{f}" for f in TOOLKIT_FIELDS)
-    + " (toolkits and required_tests take comma-separated lists such as 11.8,12.4 or cpu,gpu)"
+    + " (toolkits, required_tests and platforms take comma-separated lists such as 11.8,12.4 or cpu,gpu)"
 )
 
 
@@ -25,6 +25,7 @@ class Override:
     key: str  # a variant field (torch) or a toolkit field (toolkit.12.4.image)
     value: Any
     source: str  # "--set torch=2.4.1", "--base-image", "profile local (docker/standins/standins.toml)"
+    platform: str = ""  # the one platform's build it changes ("": every platform's)
 
 
 def check_key(key: str) -> bool:
@@ -58,7 +59,7 @@ def parse_toolkit_images(assignments: Iterable[str]) -> list[Override]:
 
 
 def _typed(key: str, value: str, assignment: str) -> Any:
-    if key in ("toolkits", "required_tests"):
+    if key in ("toolkits", "required_tests", "platforms") or key.endswith(".platforms"):
         return [item.strip() for item in value.split(",") if item.strip()]
     if key.endswith(".max_gcc"):
         if not value.isdigit():

@@ -80,6 +80,29 @@ def _table(value: Any) -> str:
     return "" if isinstance(value, dict) else f"{value!r} is not a table"
 
 
+PLATFORMS = ("linux/amd64", "linux/arm64")
+
+
+def _platforms(value: Any) -> str:
+    if isinstance(value, list) and value and all(item in PLATFORMS for item in value) and \
+            len(set(value)) == len(value):
+        return ""
+    return f"{value!r} is not a list of platforms ({', '.join(PLATFORMS)}), each named once"
+
+
+BASE_KINDS = ("official", "wheels")
+
+
+def _base_kind(value: Any) -> str:
+    return "" if value in BASE_KINDS else (f"{value!r} is not a kind of base: 'official' (a PyTorch image with torch) "
+                                           "or 'wheels' (an OS or CUDA runtime image; the build adds torch's wheels)")
+
+
+def _index(value: Any) -> str:
+    ok = isinstance(value, str) and (value == "" or re.fullmatch(r"https://[^\s/]+(/\S*)?", value) is not None)
+    return "" if ok else f"{value!r} is not a package index (an https:// URL, or \"\" for pip's default)"
+
+
 CUDA_VERSION = re.compile(r"\d+\.\d+")
 ARCH = re.compile(r"(?P<major>\d+)\.(?P<minor>\d+)[af]?(?P<ptx>\+PTX)?")
 _ARCH_LIST_TEXT = "a TORCH_CUDA_ARCH_LIST such as 8.0;8.6;9.0+PTX"
@@ -108,7 +131,6 @@ _CUDA = _matches(CUDA_VERSION.pattern, "a CUDA version (MAJOR.MINOR, such as 12.
 _ARCH_BOUND = _matches(r"\d+\.\d+", "a compute capability (such as 7.5)")
 _TORCH = _matches(r"\d+\.\d+\.\d+", "a torch release (such as 2.5.1)")
 _PYTHON = _matches(r"3\.\d+", "a Python version (such as 3.11)")
-_PLATFORM = _matches(r"linux/(amd64|arm64)", "a platform (linux/amd64 or linux/arm64)")
 _CXX = _matches(r"c\+\+(17|20|23)", "a C++ standard (c++17, c++20 or c++23)")
 _LOCK = _matches(r"[a-z0-9][a-z0-9.-]*", "a lock name (lower-case letters, digits, '.' and '-')")
 
@@ -119,7 +141,7 @@ class Schema:
     # Allowed at the top as defaults for every variant, and in each variant.
     SHARED: ClassVar[dict[str, tuple[Check, bool]]] = {
         "image": (_image_name, True),
-        "platform": (_PLATFORM, True),
+        "platforms": (_platforms, True),
         "mirror": (_mirror, True),
         "build_mirror": (_mirror, False),
         "python": (_PYTHON, True),
@@ -140,6 +162,19 @@ class Schema:
         "base_image": (_image_ref, True),
         "toolkits": (_two_slots, True),
         "lock": (_LOCK, False),
+        "base": (_base_kind, False),
+        "torch_index": (_index, False),
+        "on": (_table, False),
+    }
+    # [variants.NAME.on."linux/arm64"]: the facts that differ on one platform.
+    ON_PLATFORM: ClassVar[dict[str, tuple[Check, bool]]] = {
+        "base": (_base_kind, False),
+        "base_image": (_image_ref, False),
+        "torch_index": (_index, False),
+        "python": (_PYTHON, False),
+        "cuda_arch_list": (_arch_lists, False),
+        "lock": (_LOCK, False),
+        "required_tests": (_halves, False),
     }
     TOOLKIT: ClassVar[dict[str, tuple[Check, bool]]] = {
         "image": (_image_ref, True),
@@ -147,6 +182,7 @@ class Schema:
         "min_arch": (_ARCH_BOUND, True),
         "max_arch": (_ARCH_BOUND, True),
         "stands_in_for": (_CUDA, False),
+        "platforms": (_platforms, False),  # the platforms its image carries; linux/amd64 when not given
     }
 
 

@@ -22,6 +22,7 @@ class Selection:
     names: tuple[str, ...] = ()
     variants_file: Path | None = None  # None: docker/variants.toml
     profile: str = ""
+    platform: str = ""  # --platform ("": the profile's, else each variant's first)
     overrides: tuple[Override, ...] = ()
     pull_mirror: str = ""
 
@@ -35,6 +36,7 @@ class Selected:
 def resolve(selection: Selection, *, require_names: bool = True) -> Selected:
     names = list(selection.names)
     overrides = list(selection.overrides)
+    platform = selection.platform
     if selection.profile:
         profile = load_profile(selection.profile)
         names = names or [profile.variant]
@@ -46,11 +48,14 @@ def resolve(selection: Selection, *, require_names: bool = True) -> Selected:
     if not names and require_names:
         raise PudevError(f"name a variant: {', '.join(declared.variants)} (or `all`)")
     for name in names:
-        declared.get(name)  # unknown names fail here, listing the valid ones
+        # Unknown names or platforms fail here, listing the valid ones (a --set platforms=... may add one).
+        declared.on(name, "" if any(change.key == "platforms" for change in overrides) else platform)
     if selection.overrides and not names:  # a whole-matrix command (variants, matrix, bake, lock): flags change all
         names = list(declared.variants)
-    matrix = variant_file.with_overrides({name: overrides for name in names}) if overrides else declared
-    variants = [matrix.get(name) for name in names]
+    # A profile is made for every platform its variant is built for; flags alone change one build.
+    matrix = variant_file.with_overrides({name: overrides for name in names}, platform,
+                                         every_platform=bool(selection.profile)) if overrides else declared
+    variants = [matrix.on(name, platform) for name in names]
     for override in overrides:
         _require_a_toolkit_for(override, variants)
     _require_a_base_for_python(list(selection.overrides), declared, names)
@@ -58,6 +63,12 @@ def resolve(selection: Selection, *, require_names: bool = True) -> Selected:
         variants = [through_pull_mirror(variant, selection.pull_mirror) for variant in variants]
         matrix = dataclasses.replace(matrix, variants={**matrix.variants, **{v.name: v for v in variants}})
     return Selected(matrix, tuple(variants))
+
+
+def profile_builds(name: str) -> list[Variant]:
+    """The builds a stand-in profile makes: its variant on each platform, with its overrides applied."""
+    selected = resolve(Selection(profile=name))
+    return list(selected.matrix.builds[selected.variants[0].name].values())
 
 
 def _require_a_toolkit_for(override: Override, variants: list[Variant]) -> None:

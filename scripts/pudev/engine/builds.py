@@ -5,9 +5,12 @@ terminal, and a root filesystem's tar stream imported as an image."""
 from __future__ import annotations
 
 import collections
+import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO, TextIO
 
 from pudev.engine import docker
@@ -64,3 +67,21 @@ def import_tar(stream: IO[bytes] | None, image: str, *, changes: Sequence[str]) 
     options = [option for change in changes for option in ("--change", change)]
     subprocess.run([docker.docker_cli(), "import", *options, "-", image], stdin=stream, check=True,
                    stdout=subprocess.DEVNULL)
+
+
+
+def image_from_tar(stream: IO[bytes] | None, image: str, *, changes: Sequence[str], platform: str,
+                   scratch: Path) -> None:
+    """import_tar for another platform's root filesystem. `docker import --platform` needs an
+    experimental daemon (20.10 records the host's platform without one), so this builds
+    `FROM scratch` + ADD of the tar with --platform instead; `scratch` holds the tar meanwhile.
+    (import_tar itself is left as it is: its code is part of the native OS stand-in's recipe.)"""
+    with tempfile.TemporaryDirectory(prefix="import-", dir=scratch) as folder:
+        context = Path(folder)
+        with open(context / "rootfs.tar", "wb") as tar:
+            if stream is not None:
+                shutil.copyfileobj(stream, tar)
+        (context / "Dockerfile").write_text("\n".join(["FROM scratch", "ADD rootfs.tar /", *changes]) + "\n")
+        returncode = build(["--progress=plain", "--platform", platform, "--tag", image, str(context)])
+        if returncode != 0:
+            raise subprocess.CalledProcessError(returncode, ["docker", "build", "--platform", platform])

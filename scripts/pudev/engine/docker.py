@@ -136,17 +136,25 @@ PULL_HINT = ("behind a Docker Hub block, add --pull-mirror PREFIX (a registry mi
              "or --base-image / --toolkit-image")
 
 
-def ensure_local(image: str, *, hint: str = PULL_HINT) -> dict[str, Any]:
+def ensure_local(image: str, *, hint: str = PULL_HINT, platform: str = "") -> dict[str, Any]:
     """Pull `image` unless the engine already has it (output streams to the terminal); returns its
-    `docker image inspect`, so the caller need not ask again."""
+    `docker image inspect`, so the caller need not ask again. With a `platform`, an image of another
+    platform under that name does not count (the engine keeps one platform per name)."""
     info = inspect_image(image)
-    if info is not None:
+    if info is not None and platform_of(info) in ("", platform or platform_of(info)):
         return info
-    result = subprocess.run([docker_cli(), "pull", image], env=docker_env(), check=False)
+    pull = [docker_cli(), "pull", *(["--platform", platform] if platform else []), image]
+    result = subprocess.run(pull, env=docker_env(), check=False)
     info = inspect_image(image) if result.returncode == 0 else None
     if info is None:
         raise PudevError(f"cannot pull {image}: {hint}")
     return info
+
+
+def platform_of(info: dict[str, Any]) -> str:
+    """linux/arm64 for an image inspect's Os and Architecture ('' when it names none)."""
+    architecture = info.get("Architecture")
+    return f"{info.get('Os') or 'linux'}/{architecture}" if architecture else ""
 
 
 def drop_if_untagged(image_id: str) -> None:

@@ -1,6 +1,7 @@
-"""`pudev verify`: the environment checklist in one command (GPU visible, driver,
-torch build, toolkit vs torch, host compiler, cuDNN, NCCL, GPU memory, /dev/shm,
-pinned memory, and for clusters: InfiniBand/RoCE verbs libraries and devices, ssh).
+"""`pudev verify`: the environment checklist in one command (CPU, GPU visible, its
+architecture, driver, torch build, toolkit vs torch and vs the GPU, host compiler, cuDNN,
+NCCL, GPU memory, /dev/shm, pinned memory, and for clusters: InfiniBand/RoCE verbs
+libraries and devices, ssh).
 A compact table, a one-line fix for each problem, --json, and a non-zero exit when
 something a user needs is broken.
 
@@ -20,6 +21,7 @@ from pudev.image.compilers.facts import CompileFacts
 from pudev.image.compilers.parallelism import JOB_BYTES
 from pudev.image.cudaswitch import judge
 from pudev.image.drivers import judge_driver
+from pudev.image.gpu_arch import arch_name, capability_of, compiling_toolkits, coverage, sm_name
 from pudev.image.verify_facts import Facts
 from pudev.image.verify_network import NetworkFacts, rdma_version
 
@@ -62,37 +64,94 @@ def _gpu_checks(facts: Facts) -> list[Check]:
 
 
 def arch_covered(capability: str, arch_list: list[str]) -> bool:
-    """Whether torch ships code for a GPU: SASS for the same major at an equal or lower minor,
-    or PTX (compute_XY) at or below it that the driver can JIT."""
-    major, minor = (int(part) for part in capability.split("."))
-    for entry in arch_list:
-        kind, _, digits = entry.partition("_")
-        digits = digits.rstrip("af")
-        if not digits.isdigit() or len(digits) < 2:
-            continue
-        arch_major, arch_minor = int(digits[:-1]), int(digits[-1])
-        if kind == "sm" and arch_major == major and arch_minor <= minor:
-            return True
-        if kind == "compute" and (arch_major, arch_minor) <= (major, minor):
-            return True
-    return False
+    """Whether torch ships code that runs on a GPU: its own or compatible SASS, or PTX the driver can JIT."""
+    return coverage(capability, arch_list) is not None
+
+
+def _arch_fix(sm: str, capability: str) -> str:
+    major, minor = capability_of(capability)
+    lower = f" (or an sm_{major}x below it)" if minor else ""  # compatible SASS of the same major also runs
+    blackwell = " (Blackwell, sm_100 to sm_121, needs a CUDA 12.8 or newer build such as cu132)" if major >= 10 else ""
+    return f"use a variant whose torch lists {sm}{lower}{blackwell}"
+
+
+def _arch_check(name: str, capability: str, facts: Facts) -> Check:
+    """A GPU's architecture, and what of torch's code runs on it."""
+    sm, family = sm_name(capability), arch_name(capability)
+    major = capability_of(capability)[0]
+    gpu = f"{name} is {sm} ({family}, compute capability {capability})"
+    found = coverage(capability, facts.torch_arch_list)
+    if found is None:
+        return Check("gpu arch", "fail", f"{gpu}, which torch {facts.torch_version} has no kernels for "
+                                         f"({' '.join(facts.torch_arch_list)}): CUDA calls fail with "
+                                         "'no kernel image is available for execution on the device'",
+                     _arch_fix(sm, capability))
+    if found.how == "exact":
+        return Check("gpu arch", "ok", f"{gpu}: torch has {found.entry} kernels")
+    if found.how == "compatible":
+        # Ada (8.9) runs Ampere's sm_86: name the family only where both share it.
+        within = family if arch_name(found.capability) == family else "compute capability"
+        return Check("gpu arch", "ok", f"{gpu}: {sm} runs torch's {found.entry} kernels "
+                                       f"(binary-compatible within {within} {major}.x)")
+    return Check("gpu arch", "warn", f"{gpu}: torch has no kernels for it; the driver JIT-compiles torch's "
+                                     f"{found.entry} PTX (slow first use, slower kernels)", _arch_fix(sm, capability))
 
 
 def _arch_checks(facts: Facts) -> list[Check]:
+    """One line per GPU model (eight of the same GPU are one line)."""
+    if not facts.torch_arch_list:
+        return []  # torch lists its targets whenever it sees a GPU: nothing to judge without them
+    return [_arch_check(name, capability, facts) for name, capability in dict.fromkeys(facts.gpu_capabilities)]
+
+
+def _toolkit_gpu_checks(facts: Facts) -> list[Check]:
+    """Which of the image's toolkits compile extensions for each GPU, and whether CUDA_HOME's does."""
+    if not facts.toolkit_arches:
+        return []  # an image record from before toolkits' arch ranges were recorded
     checks = []
-    for name, capability in facts.gpu_capabilities:
-        if not facts.torch_arch_list or arch_covered(capability, facts.torch_arch_list):
-            continue
-        sm = "sm_" + capability.replace(".", "")
-        checks.append(Check("gpu arch", "fail", f"{name} is {sm}, which torch {facts.torch_version} has no kernels "
-                                                f"for ({' '.join(facts.torch_arch_list)}): CUDA calls fail with "
-                                                "'no kernel image is available for execution on the device'",
-                            f"use a variant whose torch lists {sm} (Blackwell, sm_100/sm_120, needs a CUDA 12.8 or "
-                            "newer build such as cu132)"))
-    if facts.gpu_capabilities and not checks:
-        shown = ", ".join(f"sm_{c.replace('.', '')}" for _, c in facts.gpu_capabilities)
-        checks.append(Check("gpu arch", "ok", f"torch has kernels for {shown}"))
+    for capability in dict.fromkeys(capability for _, capability in facts.gpu_capabilities):
+        sm, able = sm_name(capability), compiling_toolkits(capability, facts.toolkit_arches)
+        others = [version for version in able if version != facts.toolkit_version]
+        if facts.toolkit_version in able:
+            also = f"; so does {', '.join(others)}" if others else \
+                ", the only toolkit here that does" if len(facts.toolkit_arches) > 1 else ""
+            checks.append(Check("toolkit vs gpu", "ok", f"nvcc {facts.toolkit_version} (CUDA_HOME) compiles for "
+                                                        f"{sm}{also}"))
+        elif able:
+            checks.append(Check("toolkit vs gpu", "warn", f"{_active_nvcc(facts)} cannot compile for {sm}; only "
+                                                          f"{', '.join(able)} can: extensions built now get no {sm} "
+                                                          "code (at best PTX the driver JIT-compiles)",
+                                _switch_fix(able, facts.torch_cuda)))
+        else:
+            ranges = ", ".join(f"{version}: {low} to {high}" for version, low, high in facts.toolkit_arches)
+            checks.append(Check("toolkit vs gpu", "warn", f"no toolkit in this image compiles for {sm} ({ranges})",
+                                f"use a variant with a toolkit whose nvcc lists {sm} (`nvcc --list-gpu-arch`)"))
     return checks
+
+
+def _active_nvcc(facts: Facts) -> str:
+    if facts.toolkit_version is None:
+        return f"CUDA_HOME={facts.cuda_home!r} holds no nvcc, so it"
+    low, high = next(((low, high) for version, low, high in facts.toolkit_arches
+                      if version == facts.toolkit_version), ("?", "?"))
+    return f"nvcc {facts.toolkit_version} (CUDA_HOME, {low} to {high})"
+
+
+def _switch_fix(able: list[str], torch_cuda: str | None) -> str:
+    """cuda-switch to a toolkit that compiles for the GPU; say so when torch's CUDA major refuses it."""
+    newest = max(able, key=lambda version: tuple(int(part) for part in version.split(".")))
+    fix = f"`cuda-switch {newest}` before building extensions"
+    if torch_cuda and judge(newest, torch_cuda).level == "fail":
+        fix += (f", though torch's CUDA {torch_cuda} refuses a CUDA {newest} toolkit: use a variant whose torch "
+                f"is built for CUDA {newest.split('.')[0]}.x")
+    return fix
+
+
+def _cpu_checks(facts: Facts) -> list[Check]:
+    """The host's CPU: arm64 machines pair NVIDIA GPUs with Grace (GH200, GB200) or GB10 (DGX Spark)."""
+    if not facts.machine:
+        return []
+    return [Check("cpu", "ok", f"{facts.machine}: {facts.cpu or 'no model name in /proc/cpuinfo'}")]
 
 
 def _driver_checks(facts: Facts) -> list[Check]:
@@ -214,7 +273,7 @@ def _compile_checks(compile: CompileFacts) -> list[Check]:
 
 def evaluate(facts: Facts, *, cpu_only: bool = False) -> list[Check]:
     """Every check, in the order the table shows them."""
-    gpu = _gpu_checks(facts) + _arch_checks(facts) + _driver_checks(facts)
+    gpu = _gpu_checks(facts) + _arch_checks(facts) + _toolkit_gpu_checks(facts) + _driver_checks(facts)
     if cpu_only:
         gpu = [Check(c.name, "skip", f"--cpu: {c.detail}") if c.status != "ok" else c for c in gpu]
     shm_mib = facts.shm_bytes / 1024**2
@@ -224,7 +283,8 @@ def evaluate(facts: Facts, *, cpu_only: bool = False) -> list[Check]:
         shm = Check("shared memory", "warn", f"/dev/shm is {shm_mib:.0f} MiB: large batches may not fit", SHM_FIX)
     else:
         shm = Check("shared memory", "ok", f"/dev/shm is {facts.shm_bytes / GIB:.1f} GiB")
-    return [*gpu, *_build_checks(facts), *_compile_checks(facts.compile), shm, *_network_checks(facts.network)]
+    return [*_cpu_checks(facts), *gpu, *_build_checks(facts), *_compile_checks(facts.compile), shm,
+            *_network_checks(facts.network)]
 
 
 def exit_code(checks: list[Check]) -> int:

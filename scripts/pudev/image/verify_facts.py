@@ -1,19 +1,22 @@
-"""What `pudev verify` judges (Facts), gathered from torch, NVML, the image record
-and the environment. Kept apart from the decisions so those can be tested without a GPU."""
+"""What `pudev verify` judges (Facts), gathered from torch, NVML, the image record,
+/proc/cpuinfo and the environment. Kept apart from the decisions so those can be tested
+without a GPU."""
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pudev.image.compilers.facts import CompileFacts
 from pudev.image.nvml import NvmlUnavailableError, PynvmlSource
-from pudev.image.record import gcc_major, load
+from pudev.image.record import RECORD_PATH, ImageRecord, gcc_major, load
 from pudev.image.verify_network import NetworkFacts
 
 
@@ -28,6 +31,8 @@ class Facts:
     nvml_error: str = ""
     gpu_memory: list[tuple[str, int, int]] = field(default_factory=list)  # (name, free, total)
     gpu_capabilities: list[tuple[str, str]] = field(default_factory=list)  # (name, "9.0")
+    machine: str = ""  # platform.machine(): x86_64, aarch64; "" when not gathered
+    cpu: str = ""  # cpu_name(): "NVIDIA Grace (Neoverse V2)", an x86 model name, or the raw ARM ids
     torch_arch_list: list[str] = field(default_factory=list)  # torch.cuda.get_arch_list(): sm_90, compute_90
     cudnn_version: int | None = None
     cudnn_usable: bool | None = None  # None: not tried (no GPU)
@@ -37,6 +42,7 @@ class Facts:
     host_compiler: str = "g++"
     host_compiler_major: int | None = None
     toolkit_max_gcc: int | None = None
+    toolkit_arches: list[tuple[str, str, str]] = field(default_factory=list)  # installed (version, min, max arch)
     shm_bytes: int = 0
     pinned_ok: bool | None = None  # None: not tried (no GPU)
     pinned_error: str = ""
@@ -76,6 +82,58 @@ def toolkit_version(cuda_home: str) -> str | None:
     return nvcc_release(output)
 
 
+# (CPU implementer, CPU part) of the ARM cores NVIDIA pairs with its GPUs: Grace reports Arm's
+# Neoverse V2; DGX Spark's GB10 (MediaTek) mixes Cortex-X925 and Cortex-A725 cores.
+_GRACE = {("0x41", "0xd4f")}
+_GB10 = {("0x41", "0xd85"), ("0x41", "0xd87")}
+
+
+def _cpuinfo_blocks(cpuinfo: str) -> list[dict[str, str]]:
+    """/proc/cpuinfo as one {lowercased key: value} per block (one block per CPU)."""
+    blocks = []
+    for text in cpuinfo.split("\n\n"):
+        pairs = (line.partition(":") for line in text.splitlines() if ":" in line)
+        block = {key.strip().lower(): value.strip() for key, _, value in pairs}
+        if block:
+            blocks.append(block)
+    return blocks
+
+
+def cpu_name(machine: str, cpuinfo: str) -> str:
+    """The CPU as /proc/cpuinfo names it. arm64 kernels print no model name, only ids:
+    NVIDIA's pairings are named, a model name is used where one is printed, else the ids."""
+    blocks = _cpuinfo_blocks(cpuinfo)
+    model = next((block["model name"] for block in blocks if block.get("model name")), "")
+    cores = {(block["cpu implementer"], block["cpu part"]) for block in blocks
+             if "cpu implementer" in block and "cpu part" in block}
+    if machine != "aarch64" or not cores:
+        return model
+    if cores <= _GRACE:
+        return "NVIDIA Grace (Neoverse V2)"
+    if cores <= _GB10:
+        return "DGX Spark GB10 (Cortex-X925 + A725)"
+    return model or ", ".join(f"CPU implementer {implementer} part {part}" for implementer, part in sorted(cores))
+
+
+def read_cpuinfo(path: str = "/proc/cpuinfo") -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""  # not Linux, or /proc not mounted: the CPU goes unnamed
+
+
+def toolkit_arches(record: ImageRecord, raw: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(version, min_arch, max_arch) of each installed toolkit. ToolkitRecord does not read the
+    arch range, so it comes from the raw record; an older record without one leaves it out."""
+    ranges = {str(t.get("version")): (t.get("min_arch"), t.get("max_arch")) for t in raw.get("toolkits", [])}
+    found = []
+    for toolkit in record.toolkits:
+        low, high = ranges.get(toolkit.version, (None, None))
+        if toolkit.installed and isinstance(low, str) and isinstance(high, str):
+            found.append((toolkit.version, low, high))
+    return found
+
+
 def collect() -> Facts:
     import torch
 
@@ -98,6 +156,8 @@ def collect() -> Facts:
         cudnn_version=torch.backends.cudnn.version(), cuda_home=cuda_home, toolkit_version=active,
         host_compiler=compiler, host_compiler_major=compiler_major,
         toolkit_max_gcc=toolkit.max_gcc if toolkit else None, shm_bytes=shm_size(),
+        toolkit_arches=toolkit_arches(record, json.loads(RECORD_PATH.read_text())),
+        machine=platform.machine(), cpu=cpu_name(platform.machine(), read_cpuinfo()),
         network=verify_network.collect(), compile=compile_facts.collect(),
     )
     try:

@@ -45,7 +45,7 @@ def passing_results(candidate: DigestRef, found: list[SuiteResult], required: tu
     return latest[required[0]]
 
 
-def _check_unchanged(client: RegistryClient, candidate: DigestRef, tested: SuiteResult) -> bytes:
+def check_unchanged(client: RegistryClient, candidate: DigestRef, tested: SuiteResult) -> bytes:
     """The manifest must still be what was tested: its bytes hash to the digest, and the tag it
     was tested under still points at it."""
     body, _ = client.manifest(candidate.target.repository, candidate.digest)
@@ -72,7 +72,7 @@ def promote(candidate: DigestRef, *, found: list[SuiteResult], variant: str, is_
     """`found`: the candidate's recorded results (testresults.results), read once by the caller.
     Returns the release reference and its tags. Raises PudevError with a landed/missing report."""
     tested = passing_results(candidate, found, required, variant)
-    manifest = _check_unchanged(client, candidate, tested)
+    manifest = check_unchanged(client, candidate, tested)
     tags = compute_tags(ImageFacts(**tested.facts), variant=variant, is_default=is_default)
     release = candidate.target.release
     progress = Progress()
@@ -80,38 +80,50 @@ def promote(candidate: DigestRef, *, found: list[SuiteResult], variant: str, is_
         _copy(client, candidate, release, manifest, tags=tags, progress=progress)
     except PudevError as error:
         raise PudevError(f"promote of {candidate} to {release.host}/{release.repository} failed: {error}",
-                         detail=_report(release, candidate.digest, tags, progress)) from None
+                         detail=report(release, candidate.digest, tags, progress)) from None
     return DigestRef(release, candidate.digest), tags
 
 
 def _copy(client: RegistryClient, candidate: DigestRef, release: Target, manifest: bytes, *, tags: list[str],
           progress: Progress) -> None:
-    before = {tag: client.digest(release.repository, tag) for tag in tags}
-    progress.landed = {tag for tag, found in before.items() if found == candidate.digest}
+    copy_blobs(client, candidate, release, manifest)
+    media_type = json.loads(manifest).get("mediaType") or "application/vnd.docker.distribution.manifest.v2+json"
+    put_tags(client, release, candidate.digest, manifest, media_type, tags=tags, progress=progress)
+
+
+def copy_blobs(client: RegistryClient, candidate: DigestRef, release: Target, manifest: bytes) -> None:
+    """Link the candidate's config and layers into the release repository (cross-repository mount)."""
     for blob in _blobs(manifest):
         if client.blob_exists(release.repository, blob):
             continue
         if not client.mount_blob(release.repository, blob, candidate.target.repository):
             raise PudevError(f"the registry would not mount blob {blob[:19]} from {candidate.target.repository}; "
                              "promote sends no layer, so the candidate must live in the same registry")
-    media_type = json.loads(manifest).get("mediaType") or "application/vnd.docker.distribution.manifest.v2+json"
+
+
+def put_tags(client: RegistryClient, release: Target, digest: str, manifest: bytes, media_type: str, *,
+             tags: list[str], progress: Progress) -> None:
+    """Point each tag at `manifest` (whose digest is `digest`), skipping those already there, then
+    check that every one does."""
+    before = {tag: client.digest(release.repository, tag) for tag in tags}
+    progress.landed = {tag for tag, found in before.items() if found == digest}
     for tag in tags:
         if tag in progress.landed:
-            print(f"pudev: {release.ref(tag)} already at {candidate.digest[:19]}", flush=True)
+            print(f"pudev: {release.ref(tag)} already at {digest[:19]}", flush=True)
             continue
         answer = client.put_manifest(release.repository, tag, manifest, media_type)
         stored = answer.headers.get("Docker-Content-Digest", "")
-        if stored and stored != candidate.digest:
-            raise PudevError(f"{release.ref(tag)} was stored as {stored}, not {candidate.digest}")
+        if stored and stored != digest:
+            raise PudevError(f"{release.ref(tag)} was stored as {stored}, not {digest}")
         progress.landed.add(tag)
         print(f"pudev: tagged {release.ref(tag)}", flush=True)
-    missing = [tag for tag in tags if client.digest(release.repository, tag) != candidate.digest]
+    missing = [tag for tag in tags if client.digest(release.repository, tag) != digest]
     if missing:
         progress.landed -= set(missing)
-        raise PudevError(f"{', '.join(missing)} do not point at {candidate.digest} after tagging")
+        raise PudevError(f"{', '.join(missing)} do not point at {digest} after tagging")
 
 
-def _report(release: Target, digest: str, tags: list[str], progress: Progress) -> str:
+def report(release: Target, digest: str, tags: list[str], progress: Progress) -> str:
     """Which tags exist remotely and which do not. When the registry is gone, what this run saw."""
     quick = RegistryClient(release.api, retries=0, timeout=5)
     lines = ["remote state of each tag:"]

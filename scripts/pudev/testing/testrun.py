@@ -15,7 +15,7 @@ from xml.etree import ElementTree
 
 from pudev.common.errors import PudevError
 from pudev.common.halves import SUITE_HALVES
-from pudev.engine import docker
+from pudev.engine import docker, emulation
 from pudev.engine.containers import TrackedContainer, sweep
 from pudev.testing import localpasses
 
@@ -77,6 +77,9 @@ def run_image_tests(image: str, *, timeout: float, half: str = "all", junit: Pat
     """Run the suite in `image` (present locally). `half`: all, cpu or gpu (gpu demands a GPU)."""
     docker.require_daemon()
     sweep()
+    info = docker.inspect_image(image)
+    if info is not None and docker.platform_of(info):  # another platform's image runs under emulation, if any
+        emulation.require_runnable(docker.platform_of(info), f"pudev test {image}")
     image_id = docker.image_id(image)  # before the run: a tag moved meanwhile must not get this run's pass
     gpus = docker.has_gpu_runtime()
     print(f"pudev: testing {image} ({half}) {'with' if gpus else 'without'} GPUs", file=sys.stderr, flush=True)

@@ -1,0 +1,91 @@
+"""GPU architectures by compute capability: their names, which of torch's compiled targets
+run on a GPU, and which toolkits' nvcc compile for it. Pure, so `pudev verify` can judge
+recorded facts.
+
+CUDA's rules: SASS for sm_XY runs on sm_XZ with Z >= Y (same major); PTX for compute_XY is
+JIT-compiled by the driver for any capability at or above X.Y. An 'a' target (sm_90a,
+sm_100a) runs on its own capability only; an 'f' target (sm_100f) on its family: the same
+major, an equal or higher minor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The major's name, with the minors that differ (Turing is 7.5, Ada is 8.9).
+_NAMES = {3: "Kepler", 5: "Maxwell", 6: "Pascal", 7: "Volta", 8: "Ampere", 9: "Hopper", 10: "Blackwell",
+          11: "Blackwell", 12: "Blackwell"}
+_MINOR_NAMES = {(7, 5): "Turing", (8, 9): "Ada Lovelace"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One entry of torch.cuda.get_arch_list(): sm_90 (SASS), compute_90 (PTX), sm_100a."""
+
+    entry: str
+    ptx: bool
+    major: int
+    minor: int
+    suffix: str  # "", "a" (this capability only) or "f" (its family)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The target torch runs on a GPU, and how: its own SASS, a compatible SASS, or PTX."""
+
+    entry: str
+    how: str  # exact, compatible, ptx
+    capability: str  # the target's: "12.0" for sm_120
+
+
+def capability_of(capability: str) -> tuple[int, int]:
+    major, minor = capability.split(".")
+    return int(major), int(minor)
+
+
+def sm_name(capability: str) -> str:
+    """"sm_121" for "12.1"."""
+    major, minor = capability_of(capability)
+    return f"sm_{major}{minor}"
+
+
+def arch_name(capability: str) -> str:
+    """"Hopper" for "9.0"; "unknown" for a capability newer than this table."""
+    major, minor = capability_of(capability)
+    return _MINOR_NAMES.get((major, minor)) or _NAMES.get(major, "unknown")
+
+
+def parse_target(entry: str) -> Target | None:
+    """None for what is no sm_/compute_ target (a torch build may list others)."""
+    kind, _, digits = entry.partition("_")
+    suffix = digits[-1] if digits[-1:] in ("a", "f") else ""
+    digits = digits.removesuffix(suffix)
+    if kind not in ("sm", "compute") or not digits.isdigit() or len(digits) < 2:
+        return None
+    return Target(entry, kind == "compute", int(digits[:-1]), int(digits[-1]), suffix)
+
+
+def _runs(target: Target, major: int, minor: int) -> bool:
+    if target.suffix == "a":
+        return (target.major, target.minor) == (major, minor)
+    if target.ptx and not target.suffix:
+        return (target.major, target.minor) <= (major, minor)
+    return target.major == major and target.minor <= minor  # SASS, or an 'f' family target
+
+
+def coverage(capability: str, arch_list: list[str]) -> Coverage | None:
+    """The best of torch's targets for a GPU: its own SASS, else the newest compatible SASS,
+    else the newest PTX; None when nothing runs (no kernel image is available)."""
+    major, minor = capability_of(capability)
+    targets = [t for t in map(parse_target, arch_list) if t is not None and _runs(t, major, minor)]
+    sass = sorted((t for t in targets if not t.ptx), key=lambda t: (t.minor, t.suffix == "a"), reverse=True)
+    ptx = sorted((t for t in targets if t.ptx), key=lambda t: (t.major, t.minor), reverse=True)
+    if sass:
+        best = sass[0]
+        return Coverage(best.entry, "exact" if best.minor == minor else "compatible", f"{best.major}.{best.minor}")
+    return Coverage(ptx[0].entry, "ptx", f"{ptx[0].major}.{ptx[0].minor}") if ptx else None
+
+
+def compiling_toolkits(capability: str, ranges: list[tuple[str, str, str]]) -> list[str]:
+    """The toolkits whose nvcc compiles for a capability, from (version, min_arch, max_arch)."""
+    wanted = capability_of(capability)
+    return [version for version, low, high in ranges if capability_of(low) <= wanted <= capability_of(high)]
