@@ -46,29 +46,45 @@ ensure_tools() {
 }
 
 # Another platform's programs (the arm64 stand-in) run through the kernel's binfmt handlers, registered
-# with the F flag by Debian's qemu-user-static so they work inside containers too.
+# with the F flag so they work inside containers too. torch 2.15's aarch64 build crashes at import
+# under qemu older than 9 (Debian 12 ships 7.2; Debian 13's 10.0 runs it), so an older emulator is
+# replaced by Debian 13's static qemu-aarch64, fetched through the host's own Debian archive entry.
+QEMU_MIN_MAJOR=9
+QEMU_NEWER=/usr/local/lib/pudev/qemu-aarch64
 ensure_emulation() {
     [ "$(uname -m)" = "aarch64" ] && return 0
-    if [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]; then return 0; fi
     if ! is_root_debian; then
+        [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || [ -e /proc/sys/fs/binfmt_misc/pudev-qemu-aarch64 ] && return 0
         say "missing: an arm64 emulator; run: sudo apt-get install -y qemu-user-static binfmt-support"
         return 1
     fi
     [ -e /proc/sys/fs/binfmt_misc/status ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
-    update-binfmts --enable qemu-aarch64 >/dev/null
+    if [ -e /proc/sys/fs/binfmt_misc/pudev-qemu-aarch64 ]; then return 0; fi
+    update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
+    interpreter=$(sed -n 's/^interpreter //p' /proc/sys/fs/binfmt_misc/qemu-aarch64 2>/dev/null)
+    major=$("$(readlink -f "${interpreter:-/nonexistent}")" --version 2>/dev/null | sed -n 's/.*version \([0-9]*\)\..*/\1/p' | head -n 1)
+    if [ "${major:-0}" -ge "$QEMU_MIN_MAJOR" ]; then return 0; fi
+    say "qemu ${major:-?} cannot import torch's aarch64 build; installing Debian 13's qemu-aarch64 beside it"
+    fetch_newer_qemu
+    update-binfmts --disable qemu-aarch64 >/dev/null 2>&1 || true
+    printf '%s' ':pudev-qemu-aarch64:M::\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00:\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff:'"$QEMU_NEWER"':F' \
+        > /proc/sys/fs/binfmt_misc/register
 }
 
-DEVCONTAINER_CLI_VERSION=0.89.0
-ensure_devcontainer_cli() {
-    if [ "$(devcontainer --version 2>/dev/null)" = "$DEVCONTAINER_CLI_VERSION" ]; then
-        return 0
-    fi
-    if [ "$(id -u)" -ne 0 ]; then
-        say "missing: the Dev Containers CLI; install it with: sudo npm install -g @devcontainers/cli@$DEVCONTAINER_CLI_VERSION"
-        return 1
-    fi
-    say "installing @devcontainers/cli@$DEVCONTAINER_CLI_VERSION (npm registry)"
-    npm install --global --no-fund --no-audit "@devcontainers/cli@$DEVCONTAINER_CLI_VERSION" >/dev/null
+fetch_newer_qemu() {
+    work=$(mktemp -d)
+    # The host's Debian archive (first entry of either sources format), with the trixie suite.
+    archive=$(sed -n 's/^URIs: *\([^ ]*debian\)\/*$/\1/p; s/^deb \(http[^ ]*debian\)\/* .*/\1/p' \
+        /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -n 1)
+    printf 'deb %s trixie main\n' "$archive" > "$work/sources.list"
+    mkdir -p "$work/lists/partial"
+    set -- -o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
+        -o "Dir::State::Lists=$work/lists"
+    apt-get "$@" -q update >/dev/null
+    (cd "$work" && apt-get "$@" -q download qemu-user >/dev/null 2>&1)
+    dpkg-deb -x "$work"/qemu-user_*.deb "$work/x"
+    install -D -m 0755 "$work/x/usr/bin/qemu-aarch64" "$QEMU_NEWER"
+    rm -rf "$work"
 }
 
 engine_up() {

@@ -15,6 +15,8 @@ import requests
 
 from pudev.common.errors import PudevError
 from pudev.registry.client import RegistryClient
+from pudev.release import candidate_tests
+from pudev.release.candidate_tests import platform_child
 from pudev.release.platform_index import OCI_INDEX, promote_index
 from pudev.release.targets import DigestRef, Target
 from pudev.release.testresults import SuiteResult
@@ -273,3 +275,19 @@ def test_each_child_is_held_to_the_halves_its_own_platform_requires(registry: Me
                              variant=VARIANT, platforms=PLATFORMS, is_default=False, required=required,
                              client=registry)
     assert index.digest.startswith("sha256:")
+
+
+def test_testing_an_index_picks_the_named_or_this_hosts_platform(registry: MemoryRegistry,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pudev test REF` on an index tests one child: --platform's, else the host's; a missing one is one line."""
+    amd64, arm64 = passed(push(registry, AMD64)), passed(push(registry, ARM64))
+    index, _ = _promote(registry, amd64, arm64)
+    assert platform_child(registry, index, ARM64) == DigestRef(RELEASE, arm64.ref.digest)
+    monkeypatch.setattr(candidate_tests, "native_platform", lambda: AMD64)
+    assert platform_child(registry, index, "") == DigestRef(RELEASE, amd64.ref.digest)
+    assert platform_child(registry, amd64.ref, ARM64) == amd64.ref  # a single image is tested as it is
+    monkeypatch.setattr(candidate_tests, "native_platform", lambda: "linux/riscv64")
+    with pytest.raises(PudevError) as caught:
+        platform_child(registry, index, "")
+    message = str(caught.value)
+    assert "without a linux/riscv64 image" in message and f"{AMD64}, {ARM64}" in message and "\n" not in message

@@ -28,6 +28,7 @@ from pudev.config.profiles import load_profile, standins_input
 from pudev.config.selection import Selection, profile_builds, resolve
 from pudev.engine import emulation
 from pudev.engine.emulation import INSTALL_HINT, handler_problem, require_runnable
+from pudev.engine.emulation import qemu_major as real_qemu_major  # the module's name is replaced per test
 
 AMD64, ARM64 = "linux/amd64", "linux/arm64"
 # What the synthetic arm64 build declares in its on-table: asserted as written, never as computed.
@@ -463,3 +464,35 @@ def test_require_runnable_passes_the_native_platform_without_an_emulator(
     require_runnable(ARM64, "pudev test cu130", binfmt_dir=tmp_path / "not-mounted")
     with pytest.raises(PudevError, match=f"^pudev test cu130 for {AMD64} on this {ARM64} host: binfmt_misc is not"):
         require_runnable(AMD64, "pudev test cu130", binfmt_dir=tmp_path / "not-mounted")
+
+
+@pytest.fixture(autouse=True)
+def _a_new_enough_qemu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake handlers name an interpreter path; what version it reports is this test file's choice."""
+    monkeypatch.setattr(emulation, "qemu_major", lambda interpreter: 10)
+
+
+@pytest.mark.parametrize(("major", "fine"), [(7, False), (8, False), (9, True), (10, True), (None, True)])
+def test_a_qemu_too_old_for_torch_is_named_with_the_fix(binfmt: Path, major: int | None, fine: bool) -> None:
+    """qemu 7.2 (Debian 12's) crashes importing torch's aarch64 build: that handler does not count. An
+    interpreter that is not qemu, or does not say its version, is trusted."""
+    (binfmt / "qemu-aarch64").write_text(_entry())
+    problem = handler_problem(ARM64, binfmt, version_of=lambda interpreter: major)
+    if fine:
+        assert problem == ""
+    else:
+        assert problem.startswith(f"its emulator is qemu {major},") and "host-setup.sh" in problem
+
+
+def test_the_version_is_asked_of_the_program_a_debian_link_names(tmp_path: Path) -> None:
+    """Debian registers aarch64-binfmt-P, a link that refuses `--version`; the program it points at answers."""
+    program = tmp_path / "qemu-aarch64-static"
+    program.write_text("#!/bin/sh\necho 'qemu-aarch64 version 7.2.22 (Debian 1:7.2+dfsg-7)'\n")
+    program.chmod(0o755)
+    link = tmp_path / "aarch64-binfmt-P"
+    link.symlink_to(program)
+    assert real_qemu_major(str(link)) == 7
+    not_qemu = tmp_path / "other"
+    not_qemu.write_text("#!/bin/sh\necho 'box64 version 0.3.2'\n")
+    not_qemu.chmod(0o755)
+    assert real_qemu_major(str(not_qemu)) is None

@@ -81,7 +81,7 @@ def cmd_test(request: Request) -> int:
         for text in refs:
             code = run_candidate_tests(parse_digest_ref(text, flag="pudev test"), half=_half(request),
                                        timeout=options.timeout, junit=junit, pytest_args=list(request.pytest_args),
-                                       reuse_local_pass=reuse)
+                                       reuse_local_pass=reuse, platform=request.selection.platform)
             if code != 0:
                 return code
         return 0

@@ -4,10 +4,12 @@ digest in the registry, where `pudev promote` looks for it."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 from pudev.common.errors import PudevError
+from pudev.common.platforms import native_platform
 from pudev.engine import docker, images
 from pudev.registry.client import RegistryClient
 from pudev.release import testresults
@@ -39,11 +41,28 @@ def _passed_here(image_id: str, halves: tuple[str, ...]) -> dict[str, dict[str, 
     return found
 
 
+def platform_child(client: RegistryClient, candidate: DigestRef, platform: str) -> DigestRef:
+    """The image to test: the reference itself, or for an index its child for `platform` (else this host's)."""
+    body, _ = client.manifest(candidate.target.repository, candidate.digest)
+    entries = json.loads(body).get("manifests")
+    if not isinstance(entries, list):
+        return candidate
+    wanted = platform or native_platform()
+    found = {f"{entry.get('platform', {}).get('os')}/{entry.get('platform', {}).get('architecture')}": entry["digest"]
+             for entry in entries if entry.get("platform")}
+    if wanted not in found:
+        raise PudevError(f"{candidate} is an index without a {wanted} image (it holds {', '.join(found) or 'none'}): "
+                         "pass --platform with one of those")
+    print(f"pudev: {candidate} is an index; testing its {wanted} image", file=sys.stderr, flush=True)
+    return DigestRef(candidate.target, found[wanted])
+
+
 def run_candidate_tests(candidate: DigestRef, *, half: str, timeout: float, junit: Path | None,
-                        pytest_args: list[str], reuse_local_pass: bool = False) -> int:
+                        pytest_args: list[str], reuse_local_pass: bool = False, platform: str = "") -> int:
     docker.require_daemon()
     client = RegistryClient(candidate.target.api)
     client.ping()
+    candidate = platform_child(client, candidate, platform)
     reference = str(candidate)
     docker.ensure_local(reference, hint=CANDIDATE_PULL_HINT)
     info = images.require_image(reference)
