@@ -3,7 +3,7 @@
 # less what the base ships, installed by uv (from the uv stage) with the lock's
 # hashes and without dependencies: the other layers bring those, and `uv pip check` after
 # the last layer proves that they all agree, the base's own packages included (as pip check
-# does, in a tenth of the time). The world-writable .lock uv leaves in the environment goes.
+# does, in a tenth of the time; check-installed.py says which upstream quirk it lets through). The world-writable .lock uv leaves in the environment goes.
 # Its helpers, uv and pudev's mirror code lie beside it (the Dockerfile's installer stage).
 # Usage: sh install-layer.sh BUILD_MIRROR first|next|last
 #   first records what the base ships; next and last read that record (lock-against-base.py).
@@ -19,6 +19,6 @@ if [ -s /tmp/install.txt ]; then
         --no-deps --compile-bytecode --link-mode copy -r /tmp/install.txt
 fi
 if [ "$position" = last ]; then
-    "$here/uv/bin/uv" pip check --python "$(command -v python3)"
+    python3 "$here/check-installed.py" "$here/uv/bin/uv" /etc/pudev/base-packages.txt
 fi
 rm -f "$(python3 -c 'import sys; print(sys.prefix)')/.lock"

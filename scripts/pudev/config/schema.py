@@ -135,6 +135,10 @@ _CXX = _matches(r"c\+\+(17|20|23)", "a C++ standard (c++17, c++20 or c++23)")
 _LOCK = _matches(r"[a-z0-9][a-z0-9.-]*", "a lock name (lower-case letters, digits, '.' and '-')")
 
 
+# The variant fields a platform's table may set: what differs when the base or the wheels do.
+PER_PLATFORM = ("base", "base_image", "torch_index", "python", "cuda_arch_list", "lock", "required_tests")
+
+
 class Schema:
     """Which fields each table takes, and how each is checked. True = required."""
 
@@ -166,16 +170,9 @@ class Schema:
         "torch_index": (_index, False),
         "on": (_table, False),
     }
-    # [variants.NAME.on."linux/arm64"]: the facts that differ on one platform.
+    # [variants.NAME.on."linux/arm64"]: the facts that may differ on one platform, each optional there.
     ON_PLATFORM: ClassVar[dict[str, tuple[Check, bool]]] = {
-        "base": (_base_kind, False),
-        "base_image": (_image_ref, False),
-        "torch_index": (_index, False),
-        "python": (_PYTHON, False),
-        "cuda_arch_list": (_arch_lists, False),
-        "lock": (_LOCK, False),
-        "required_tests": (_halves, False),
-    }
+        key: (check, False) for key, (check, _) in VARIANT.items() if key in PER_PLATFORM}
     TOOLKIT: ClassVar[dict[str, tuple[Check, bool]]] = {
         "image": (_image_ref, True),
         "max_gcc": (_gcc, True),

@@ -31,7 +31,8 @@ def qemu_major(interpreter: str) -> int | None:
     """The major version a qemu interpreter reports, or None when it is not one that says."""
     # Debian registers a link (aarch64-binfmt-P) that refuses to run outside binfmt; its target answers.
     try:
-        shown = subprocess.run([os.path.realpath(interpreter), "--version"], capture_output=True, text=True, timeout=20, check=False)
+        shown = subprocess.run([os.path.realpath(interpreter), "--version"], capture_output=True, text=True,
+                               timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     found = _VERSION.search(shown.stdout)
