@@ -45,6 +45,19 @@ ensure_tools() {
     ensure_devcontainer_cli && ensure_emulation
 }
 
+DEVCONTAINER_CLI_VERSION=0.89.0
+ensure_devcontainer_cli() {
+    if [ "$(devcontainer --version 2>/dev/null)" = "$DEVCONTAINER_CLI_VERSION" ]; then
+        return 0
+    fi
+    if [ "$(id -u)" -ne 0 ]; then
+        say "missing: the Dev Containers CLI; install it with: sudo npm install -g @devcontainers/cli@$DEVCONTAINER_CLI_VERSION"
+        return 1
+    fi
+    say "installing @devcontainers/cli@$DEVCONTAINER_CLI_VERSION (npm registry)"
+    npm install --global --no-fund --no-audit "@devcontainers/cli@$DEVCONTAINER_CLI_VERSION" >/dev/null
+}
+
 # Another platform's programs (the arm64 stand-in) run through the kernel's binfmt handlers, registered
 # with the F flag so they work inside containers too. torch 2.15's aarch64 build crashes at import
 # under qemu older than 9 (Debian 12 ships 7.2; Debian 13's 10.0 runs it), so an older emulator is
@@ -79,7 +92,7 @@ fetch_newer_qemu() {
     printf 'deb %s trixie main\n' "$archive" > "$work/sources.list"
     mkdir -p "$work/lists/partial"
     set -- -o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
-        -o "Dir::State::Lists=$work/lists"
+        -o "Dir::State::Lists=$work/lists" -o APT::Sandbox::User=root
     apt-get "$@" -q update >/dev/null
     (cd "$work" && apt-get "$@" -q download qemu-user >/dev/null 2>&1)
     dpkg-deb -x "$work"/qemu-user_*.deb "$work/x"
