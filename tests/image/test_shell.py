@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from emulation import emulator
+
 from pudev.image.record import ImageRecord
 
 IMAGE_DUMP = "/var/cache/pudev/zsh/zcompdump"
@@ -39,7 +41,8 @@ def test_the_first_zsh_in_a_fresh_home_is_fast(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr
     assert first.stdout.split() == [IMAGE_DUMP, "1"]  # the image's shell, from its own dump
     assert not list(home.rglob("*zcompdump*")), "zsh wrote a dump of its own into the fresh home"
-    assert elapsed < 0.3, f"first zsh start took {elapsed * 1000:.0f} ms"
+    if not emulator():  # an emulated CPU is several times slower: the bound holds on real hardware only
+        assert elapsed < 0.3, f"first zsh start took {elapsed * 1000:.0f} ms"
 
 
 def test_zsh_loads_highlighting_and_autosuggestions() -> None:

@@ -6,6 +6,8 @@ import os
 import pwd
 from pathlib import Path
 
+from emulation import emulator, pid1_command
+
 from pudev.image.record import ImageRecord
 
 
@@ -28,8 +30,9 @@ def test_home_and_workspace(record: ImageRecord) -> None:
 
 
 def test_tini_is_pid_1() -> None:
-    command = Path("/proc/1/cmdline").read_bytes().split(b"\0")
-    assert Path(command[0].decode()).name == "tini", command
+    command = pid1_command()
+    program = command[1] if emulator() else command[0]  # under emulation the emulator runs tini
+    assert Path(program).name == "tini", command
 
 
 def test_default_user_cannot_write_outside_home_workspace_and_tmp(record: ImageRecord) -> None:
