@@ -22,7 +22,7 @@ class Selection:
     names: tuple[str, ...] = ()
     variants_file: Path | None = None  # None: docker/variants.toml
     profile: str = ""
-    platform: str = ""  # --platform ("": the profile's, else each variant's first)
+    platform: str = ""  # --platform ("": this host's where the variant is built for it, else its first)
     overrides: tuple[Override, ...] = ()
     pull_mirror: str = ""
 
