@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 from realistic_registry import RealisticRegistry
 
 from pudev.building.labels import context_paths
+from pudev.common.halves import PLATFORM_PROOF
 from pudev.common.platforms import native_platform
 from pudev.config.model import Variant
 from pudev.config.profiles import profile_names
@@ -25,6 +27,7 @@ from pudev.engine import docker
 from pudev.engine.containers import TRACKED_LABEL
 from pudev.paths import REPO_ROOT
 from pudev.testing import localpasses
+from pudev.testing.testrun import KEPT_CCACHE
 
 PUDEV = [sys.executable, "-m", "pudev.cli"]
 # The engine probes health first one interval after the start (the image's 10 s), so a server up in 5 s
@@ -87,6 +90,11 @@ def split_build(build: str) -> tuple[str, str]:
     return profile, platform
 
 
+def emulated(build: str) -> bool:
+    """Whether a stand-in build is for another platform than this host's (it then runs under emulation)."""
+    return bool(split_build(build)[1])
+
+
 def build_args(build: str) -> list[str]:
     """The pudev selection flags of one stand-in build."""
     profile, platform = split_build(build)
@@ -118,6 +126,23 @@ def lock_in(root: Path, profile: str) -> Path:
     return root / "requirements/lock" / f"{profile_variant(profile).lock}.txt"
 
 
+def kept_compile_cache(build: str) -> Path:
+    """The compiler cache an emulated build's suite keeps between runs (its cold extension build takes six
+    minutes there), one per set of toolkit images: a changed toolkit starts cold, and ccache itself checks
+    the compilers' files and every header. That platform's folders for older keys are dropped."""
+    variant = profile_variant(build)
+    ids = sorted(docker.image_id(toolkit.image) or toolkit.image for toolkit in variant.toolkits)
+    key = hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16]
+    root = kept_between_runs.cache_dir() / "suite-ccache"
+    folder = root / f"{variant.platform.replace('/', '-')}-{key}"
+    for old in root.glob(f"{variant.platform.replace('/', '-')}-*"):
+        if old != folder:
+            shutil.rmtree(old, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o777)  # the image's user (any uid) writes it
+    return folder
+
+
 class Profiles:
     """Each stand-in profile built once and its in-image suite run once, when a test first needs it."""
 
@@ -137,19 +162,21 @@ class Profiles:
         return self.images[build]
 
     def suite(self, build: str) -> SuiteRun:
-        """`pudev test --profile P [--platform X]`: the in-image suite in a fresh container (under emulation
-        on another platform, where the GPU half skips as it does on any host without a GPU)."""
+        """`pudev test --profile P`: the in-image suite in a fresh container; for another platform's build
+        (`--platform X`, under emulation) its platform proof (`--platform-proof`)."""
         if build not in self.suites:
             image = self.image(build)
             junit = self.reports / f"image-suite-{build.replace('/', '-')}.xml"
             kept = kept_between_runs.cache_dir() / "suites" / f"{image.image_id.removeprefix('sha256:')}.xml"
-            if split_build(build)[1] and kept.exists() and localpasses.recall(image.image_id, "cpu") is not None:
-                # Under emulation the suite takes many minutes: the same image (by id, every byte) passed it on
+            if emulated(build) and kept.exists() and localpasses.recall(image.image_id, PLATFORM_PROOF) is not None:
+                # Under emulation even the proof takes minutes: the same image (by id, every byte) passed it on
                 # this machine before, so that run's report stands, as `pudev test --reuse-local-pass` does.
                 shutil.copyfile(kept, junit)
                 self.suites[build] = SuiteRun(returncode=0, junit=junit, output=f"reused the pass of {kept}")
                 return self.suites[build]
-            result = run_pudev("test", *build_args(build), "--junit", str(junit), timeout=3600)
+            scope = ["--platform-proof"] if emulated(build) else []
+            env = {KEPT_CCACHE: str(kept_compile_cache(build))} if emulated(build) else {}
+            result = run_pudev("test", *build_args(build), *scope, "--junit", str(junit), timeout=3600, env=env)
             self.suites[build] = SuiteRun(returncode=result.returncode, junit=junit,
                                           output=result.stdout + result.stderr)
             if result.returncode == 0 and junit.exists():

@@ -71,10 +71,46 @@ def _size(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
 
 
+def _blob_data(storage: Path, digest: str) -> Path:
+    hexdigest = digest.removeprefix("sha256:")
+    return storage / "docker/registry/v2/blobs/sha256" / hexdigest[:2] / hexdigest / "data"
+
+
+def _named_by_manifests(storage: Path) -> set[str] | None:
+    """Every blob digest that a manifest in the storage is or names (config, layers, an index's children);
+    None where a manifest cannot be read, so that nothing is swept on a guess."""
+    named: set[str] = set()
+    for link in (storage / "docker/registry/v2/repositories").rglob("_manifests/revisions/sha256/*/link"):
+        digest = "sha256:" + link.parent.name
+        try:
+            manifest = json.loads(_blob_data(storage, digest).read_bytes())
+        except (OSError, ValueError):
+            return None
+        entries = [manifest.get("config") or {}, *manifest.get("layers", []), *manifest.get("manifests", [])]
+        named |= {digest, *(entry["digest"] for entry in entries if isinstance(entry, dict) and "digest" in entry)}
+    return named
+
+
+def _sweep(storage: Path) -> None:
+    """Drop the blobs (and the candidate repositories' links to them) that the last run's manifests do not
+    name; a storage without manifests (a run that pushed nothing) keeps all it has."""
+    named = _named_by_manifests(storage)
+    if not named:
+        return
+    for data in (storage / "docker/registry/v2/blobs/sha256").glob("*/*/data"):
+        if "sha256:" + data.parent.name not in named:
+            shutil.rmtree(data.parent)
+    for link in (storage / "docker/registry/v2/repositories").rglob("_layers/sha256/*/link"):
+        if "sha256:" + link.parent.name not in named:
+            shutil.rmtree(link.parent)
+
+
 def reset(storage: Path) -> Path:
     """`storage` as a registry that holds blobs but no image (see the module's text)."""
     if storage.exists() and _size(storage) > LIMIT_BYTES:
         shutil.rmtree(storage)
+    if storage.exists():
+        _sweep(storage)
     repositories = storage / "docker/registry/v2/repositories"
     if repositories.exists():
         for repository in sorted({path.parent for path in repositories.rglob("_layers")} |

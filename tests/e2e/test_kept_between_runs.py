@@ -3,6 +3,7 @@ repositories' layer links, and nothing else."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import kept_between_runs
@@ -37,6 +38,27 @@ def test_blobs_and_candidate_links_survive_and_nothing_else(tmp_path: Path) -> N
     kept_between_runs.reset(storage)
     left = sorted(str(path.relative_to(storage)) for path in storage.rglob("*") if path.is_file())
     assert left == [f"{V2}/blobs/sha256/ab/abcd/data", f"{V2}/repositories/org/app-candidates/_layers/sha256/abcd/link"]
+
+
+def test_only_the_blobs_the_last_runs_manifests_name_are_kept(tmp_path: Path) -> None:
+    storage = tmp_path / "storage"
+    manifest = {"config": {"digest": "sha256:c0"}, "layers": [{"digest": "sha256:1a"}]}
+    index = {"manifests": [{"digest": "sha256:f1"}]}
+    for digest, body in (("f1", json.dumps(manifest)), ("f0", json.dumps(index)), ("c0", "{}"), ("1a", "layer"),
+                         ("2b", "an old build's layer")):
+        path = storage / f"{V2}/blobs/sha256/{digest[:2]}/{digest}/data"
+        path.parent.mkdir(parents=True)
+        path.write_text(body)
+    for digest in ("f0", "f1"):
+        _touch(storage, f"{V2}/repositories/org/app-candidates/_manifests/revisions/sha256/{digest}/link")
+    for digest in ("1a", "2b"):
+        _touch(storage, f"{V2}/repositories/org/app-candidates/_layers/sha256/{digest}/link")
+    kept_between_runs.reset(storage)
+    left = sorted(str(path.relative_to(storage / V2)) for path in storage.rglob("*") if path.is_file())
+    assert left == ["blobs/sha256/1a/1a/data", "blobs/sha256/c0/c0/data", "blobs/sha256/f0/f0/data",
+                    "blobs/sha256/f1/f1/data", "repositories/org/app-candidates/_layers/sha256/1a/link"]
+    kept_between_runs.reset(storage)  # no manifest left to go by: nothing more is swept
+    assert (storage / f"{V2}/blobs/sha256/1a/1a/data").exists()
 
 
 def test_storage_over_the_limit_is_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

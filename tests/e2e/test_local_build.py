@@ -1,6 +1,7 @@
 """Every stand-in build through the production Dockerfile, and the in-image suite run inside
 each: the 2024 line (`local`), today's (`local-current`), and today's on arm64 under binfmt
-emulation (`local-current@linux/arm64`), whose CPU half is what proves that platform."""
+emulation (`local-current@linux/arm64`), where its platform proof runs (the CPU tests marked
+`platform`: the whole CPU half takes 27 minutes emulated, and CI's native arm64 runner runs it)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from e2e_support import (
     LocalImage,
     Profiles,
     build_context_copy,
+    emulated,
     lock_in,
     profile_variant,
     run_pudev,
@@ -31,6 +33,13 @@ pytestmark = [pytest.mark.engine, pytest.mark.slow]
 CACHE_PROBE_IMAGE = "pudev-cacheprobe/pytorch-universal-dev"
 PROFILES = profile_names()
 BUILDS = standin_builds()  # each profile here, then on every other platform its variant is built for
+NATIVE_BUILDS = [build for build in BUILDS if not emulated(build)]
+EMULATED_BUILDS = [build for build in BUILDS if emulated(build)]
+# What the platform proof must hold, as the arm64 issue asks: a real CUDA extension built by the
+# platform's nvcc, and each toolkit's nvcc compiling, linking and running with its host compiler.
+PROOF_MUST_RUN = ("test_extension.test_cuda_extension_builds_and_its_host_entry_point_runs",
+                  "test_extension.test_nvcc_compiles_and_links_with_the_selected_host_compiler[0]",
+                  "test_extension.test_nvcc_compiles_and_links_with_the_selected_host_compiler[1]")
 
 
 @pytest.mark.parametrize("profile", BUILDS)
@@ -57,14 +66,10 @@ def test_the_image_records_the_variant_it_was_built_as(profiles: Profiles, profi
     assert machine == {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}[variant.platform]
 
 
-@pytest.mark.parametrize("profile", BUILDS)
-def test_image_suite_passes_and_only_gpu_checks_skip(profiles: Profiles, profile: str,
-                                                     quiet_container_logs: LogWatch) -> None:
-    suite = profiles.suite(profile)
-    assert suite.returncode == 0, suite.output[-11000:]
-    quiet_container_logs.scan("pudev test", suite.output)  # the container's output, streamed through pudev
+def _outcomes(junit: Path) -> dict[str, str]:
+    """Each test case of a JUnit report (module.test) and how it ended: passed, failed, or skipped: REASON."""
     outcomes: dict[str, str] = {}
-    for case in ElementTree.parse(suite.junit).getroot().iter("testcase"):
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
         name = f"{case.get('classname')}.{case.get('name')}"
         skipped = case.find("skipped")
         if skipped is not None:
@@ -73,6 +78,16 @@ def test_image_suite_passes_and_only_gpu_checks_skip(profiles: Profiles, profile
             outcomes[name] = "failed"
         else:
             outcomes[name] = "passed"
+    return outcomes
+
+
+@pytest.mark.parametrize("profile", NATIVE_BUILDS)
+def test_image_suite_passes_and_only_gpu_checks_skip(profiles: Profiles, profile: str,
+                                                     quiet_container_logs: LogWatch) -> None:
+    suite = profiles.suite(profile)
+    assert suite.returncode == 0, suite.output[-11000:]
+    quiet_container_logs.scan("pudev test", suite.output)  # the container's output, streamed through pudev
+    outcomes = _outcomes(suite.junit)
     # GPU checks: test_gpu.py, and gpu-marked tests elsewhere (the in-image conftest lets only those skip).
     gpu = {name: outcome for name, outcome in outcomes.items()
            if ".test_gpu." in f".{name}" or "no GPU visible" in outcome}
@@ -81,6 +96,20 @@ def test_image_suite_passes_and_only_gpu_checks_skip(profiles: Profiles, profile
     # No GPU here: every GPU test must have skipped, with the reason; none passed vacuously.
     assert len(gpu) >= 5
     assert all(outcome.startswith("skipped: ") and "no GPU visible" in outcome for outcome in gpu.values()), gpu
+
+
+@pytest.mark.parametrize("build", EMULATED_BUILDS)
+def test_the_platform_proof_passes_under_emulation(profiles: Profiles, build: str,
+                                                   quiet_container_logs: LogWatch) -> None:
+    suite = profiles.suite(build)
+    assert suite.returncode == 0, suite.output[-11000:]
+    quiet_container_logs.scan("pudev test", suite.output)
+    outcomes = _outcomes(suite.junit)
+    assert len(outcomes) >= 20 and all(outcome == "passed" for outcome in outcomes.values()), outcomes
+    missing = [name for name in PROOF_MUST_RUN if not any(ran.endswith(name) for ran in outcomes)]
+    assert not missing, f"the platform proof no longer runs {missing}; ran {sorted(outcomes)}"
+    # A proof, not a whole half: it leaves out tests of the CPU half (the GPU half is never part of it).
+    assert not any(".test_gpu." in f".{name}" for name in outcomes)
 
 
 @pytest.mark.allow_log(r"ERROR at setup of test_cuda_is_available")  # the failure this test asks for

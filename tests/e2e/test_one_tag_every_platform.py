@@ -1,7 +1,8 @@
 """One tag, every platform: the stand-in profile whose variant is built for more than one platform
 (`local-current`: cu132 on amd64 here and on arm64 under binfmt emulation) has each platform's build
 pushed by digest to the realistic registry, each digest tested (the pass this run's in-image suite made
-of that same image id is recorded against the digest), and promoted as one OCI image index. The
+of that same image id is recorded against the digest: the CPU half here, the platform proof under
+emulation), and promoted as one OCI image index. The
 registry then serves one index under the tag whose children are exactly the tested digests, and the
 tag pulls back for each platform and runs there (`uname -m`, torch). Promoting one platform alone is
 refused, naming the platform left out."""
@@ -12,9 +13,20 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from e2e_support import Profiles, build_args, profile_variant, registry_client, run_pudev, split_build, standin_builds
+from e2e_support import (
+    Profiles,
+    build_args,
+    emulated,
+    profile_variant,
+    registry_client,
+    run_pudev,
+    split_build,
+    standin_builds,
+)
 from realistic_registry import RealisticRegistry
 
+from pudev.common.halves import PLATFORM_PROOF
+from pudev.common.platforms import native_platform
 from pudev.engine import docker
 from pudev.registry.client import RegistryClient
 from pudev.release.platform_index import OCI_INDEX
@@ -45,14 +57,16 @@ def registry(kept_registry: RealisticRegistry, docker_engine: str) -> Iterator[R
 
 @pytest.fixture(scope="module")
 def children(builds: list[str], profiles: Profiles, registry: RealisticRegistry) -> dict[str, str]:
-    """Each platform's candidate by digest, pushed and with its CPU pass recorded."""
+    """Each platform's candidate by digest, pushed and with its pass recorded (the CPU half, or under
+    emulation the platform proof)."""
     found = {}
     for build in builds:
         suite = profiles.suite(build)
         assert suite.returncode == 0, f"{build}: the index needs each platform's suite to pass first"
         out = run_pudev("push", *build_args(build), "--registry", registry.address, timeout=3600, check=True).stdout
         reference = next(line.split()[1] for line in out.splitlines() if line.startswith("candidate "))
-        tested = run_pudev("test", reference, "--cpu-only", "--reuse-local-pass", timeout=3600)
+        scope = "--platform-proof" if emulated(build) else "--cpu-only"
+        tested = run_pudev("test", reference, scope, "--reuse-local-pass", timeout=3600)
         assert tested.returncode == 0, tested.stdout[-3000:] + tested.stderr[-2000:]
         found[profile_variant(build).platform] = reference
     return found
@@ -60,7 +74,10 @@ def children(builds: list[str], profiles: Profiles, registry: RealisticRegistry)
 
 def _promote(builds: list[str], *references: str) -> tuple[int, str]:
     profile = split_build(builds[0])[0]
-    result = run_pudev("promote", *references, "--profile", profile, timeout=1800)
+    # An emulated child proved its platform, not its whole CPU half: the promote asks for that, out loud
+    # (a CPU half pass covers it too, so the native child's pass counts).
+    proof = ["--set", f"required_tests={PLATFORM_PROOF}"] if any(emulated(build) for build in builds) else []
+    result = run_pudev("promote", *references, "--profile", profile, *proof, timeout=1800)
     return result.returncode, result.stdout + result.stderr
 
 
@@ -96,7 +113,8 @@ def test_the_tag_is_one_index_of_exactly_the_tested_digests(index: tuple[str, di
     client = RegistryClient(registry.address)
     for platform, reference in children.items():
         recorded = results(client, parse_digest_ref(reference, flag="index"))
-        assert any(result.half == "cpu" and result.passed for result in recorded), platform
+        half = PLATFORM_PROOF if platform != native_platform() else "cpu"
+        assert any(result.half == half and result.passed for result in recorded), platform
 
 
 def test_each_platform_pulls_back_from_the_tag_and_runs_there(index: tuple[str, dict[str, object]],

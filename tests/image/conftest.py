@@ -27,6 +27,8 @@ NO_GPU_REASON = (
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU (skips without one unless PUDEV_REQUIRE_GPU=1)")
     config.addinivalue_line("markers", "smoke: the quick core checks (versions, torch, toolkits), run on pulled images")
+    config.addinivalue_line("markers", "platform: proves the image on its platform (toolkits, compilers, a CUDA "
+                                       "extension, shells, tools); all an emulated platform runs (--platform-only)")
     config.addinivalue_line("markers", "nogpu: checks what users see without a GPU (skips where one is attached)")
     config.addinivalue_line("markers", "anyuser: holds for any user id, with or without the entrypoint "
                                        "(tests/e2e runs these as other uids: pudev selftest -- -m anyuser)")
@@ -82,14 +84,20 @@ def extension_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("extension")
 
 
+# A compiler cache kept between runs, where the runner mounts one (`pudev test` passes the host's
+# PUDEV_SUITE_CCACHE_DIR on): e2e gives one to the emulated platform proof, where the cold build takes
+# six minutes, keyed by the toolkit images, so it compiles cold whenever a compiler changes.
+KEPT_CCACHE = "PUDEV_SUITE_CCACHE_DIR"
+
+
 @pytest.fixture(scope="session")
 def extension_cache(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment of the session's one cold extension build: a compiler cache of its own, which that
     build alone fills (test_compile_workshop.py then builds again from it, instead of a second cold build)."""
     from cuda_extension import TEST_ARCH
 
-    return {**os.environ, "CCACHE_DIR": str(tmp_path_factory.mktemp("extension-ccache")),
-            "TORCH_CUDA_ARCH_LIST": TEST_ARCH}
+    cache = os.environ.get(KEPT_CCACHE) or str(tmp_path_factory.mktemp("extension-ccache"))
+    return {**os.environ, "CCACHE_DIR": cache, "TORCH_CUDA_ARCH_LIST": TEST_ARCH}
 
 
 @pytest.fixture(scope="session")

@@ -83,6 +83,7 @@ def probe_sources(root: Path) -> Path:
     return root
 
 
+@pytest.mark.platform
 @pytest.mark.anyuser
 def test_the_image_routes_every_compiler_through_the_cache() -> None:
     assert os.access(CCACHE, os.X_OK)
@@ -248,6 +249,7 @@ def test_pudev_wheel_marks_the_wheel_and_pip_finds_it_and_refuses_a_foreign_one(
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.platform
 @pytest.mark.anyuser
 def test_pip_and_uv_look_in_the_wheelhouse_by_default() -> None:
     house = os.environ["PUDEV_WHEELHOUSE"]

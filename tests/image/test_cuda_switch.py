@@ -28,6 +28,7 @@ def _other(record: ImageRecord) -> str:
     return next(t.version for t in record.toolkits if t.version != record.default_toolkit)
 
 
+@pytest.mark.platform
 @pytest.mark.parametrize("shell", ["zsh", "bash"])
 def test_switch_and_back(shell: str, record: ImageRecord) -> None:
     other = record.toolkit(_other(record))

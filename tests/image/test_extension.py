@@ -25,6 +25,7 @@ int main() {
 """
 
 
+@pytest.mark.platform
 def test_cuda_extension_builds_and_its_host_entry_point_runs(built_extension: Path, record: ImageRecord) -> None:
     module = import_extension(built_extension)
     version = module.runtime_version()
@@ -53,6 +54,7 @@ def test_other_major_toolkit_gets_torchs_mismatch_error(record: ImageRecord, tmp
     assert formatted in message or (template in message and f"'{other.version}', '{torch.version.cuda}'" in message)
 
 
+@pytest.mark.platform
 @pytest.mark.parametrize("slot", [0, 1])
 def test_nvcc_compiles_and_links_with_the_selected_host_compiler(record: ImageRecord, slot: int,
                                                                  tmp_path: Path) -> None:

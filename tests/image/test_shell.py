@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from emulation import emulator
 
 from pudev.image.record import ImageRecord
@@ -21,6 +22,7 @@ def _shell(shell: str, command: str) -> subprocess.CompletedProcess[str]:
                           stdin=subprocess.DEVNULL, check=False)
 
 
+@pytest.mark.platform
 def test_zsh_is_the_default_users_login_shell(record: ImageRecord) -> None:
     assert pwd.getpwnam(record.user).pw_shell == "/usr/bin/zsh"
     assert os.environ["SHELL"] == "/usr/bin/zsh"
@@ -45,6 +47,7 @@ def test_the_first_zsh_in_a_fresh_home_is_fast(tmp_path: Path) -> None:
         assert elapsed < 0.3, f"first zsh start took {elapsed * 1000:.0f} ms"
 
 
+@pytest.mark.platform
 def test_zsh_loads_highlighting_and_autosuggestions() -> None:
     result = _shell("zsh", "print -r -- ${+functions[_zsh_highlight]} ${+functions[_zsh_autosuggest_start]}")
     assert result.stdout.split() == ["1", "1"], result.stderr

@@ -13,7 +13,7 @@ import pytest
 
 from pudev.image.record import ImageRecord, gcc_major
 
-pytestmark = pytest.mark.smoke
+pytestmark = [pytest.mark.smoke, pytest.mark.platform]
 
 
 def _run(*command: str) -> str:

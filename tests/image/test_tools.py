@@ -93,6 +93,7 @@ def test_train_helpers() -> None:
     assert type(checkpointed.layer1).__name__ == "CheckpointedSequential"
 
 
+@pytest.mark.platform
 def test_verify_reports_cluster_networking() -> None:
     """The image carries the verbs libraries with their providers and an ssh client; verify says what
     it finds, and whether this container can open RDMA devices (the stand-in host has none)."""

@@ -12,6 +12,7 @@ from pudev.image.record import ImageRecord
 pytestmark = pytest.mark.smoke
 
 
+@pytest.mark.platform
 def test_torch_is_a_cuda_build_of_the_variant(record: ImageRecord) -> None:
     assert torch.version.cuda == record.cuda
     assert torch.backends.cuda.is_built()

@@ -6,11 +6,13 @@ import os
 import pwd
 from pathlib import Path
 
+import pytest
 from emulation import emulator, pid1_command
 
 from pudev.image.record import ImageRecord
 
 
+@pytest.mark.platform
 def test_runs_as_uid_1000_by_default(record: ImageRecord) -> None:
     assert os.getuid() == 1000
     assert pwd.getpwuid(os.getuid()).pw_name == record.user
@@ -29,6 +31,7 @@ def test_home_and_workspace(record: ImageRecord) -> None:
     assert Path.cwd() == Path("/workspace")
 
 
+@pytest.mark.platform
 def test_tini_is_pid_1() -> None:
     command = pid1_command()
     program = command[1] if emulator() else command[0]  # under emulation the emulator runs tini

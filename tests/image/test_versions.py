@@ -50,6 +50,7 @@ def _installed() -> dict[str, str]:
     return found
 
 
+@pytest.mark.platform
 def test_every_locked_package_is_installed_at_its_version(record: ImageRecord) -> None:
     installed = _installed()
     wrong = {name: (want, installed.get(name)) for name, want in record.packages.items() if installed.get(name) != want}
@@ -76,6 +77,7 @@ def test_nothing_the_base_shipped_was_changed(record: ImageRecord) -> None:
     assert not set(record.packages) & set(record.base_packages)
 
 
+@pytest.mark.platform
 def test_torch_and_torchvision_are_the_base_images(record: ImageRecord) -> None:
     import torch
     import torchvision

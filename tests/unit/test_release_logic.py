@@ -16,7 +16,7 @@ from pudev.release.targets import DigestRef, Target, is_image_reference, parse_d
 from pudev.release.testresults import SuiteResult
 from pudev.reports.manifest_diff import diff_manifests
 from pudev.reports.sbom import build_sbom, component_versions
-from pudev.testing.testrun import SuiteOutcome, tally
+from pudev.testing.testrun import KEPT_CCACHE, KEPT_CCACHE_MOUNT, SuiteOutcome, container_options, scope_counts, tally
 
 DIGEST = "sha256:" + "ab" * 32
 CANDIDATE = DigestRef(Target("127.0.0.1:5000", "org/dev-candidates"), DIGEST)
@@ -137,3 +137,36 @@ def test_manifest_diff_names_every_kind_of_change() -> None:
     assert "  ~ numpy 2.3.0 -> 2.4.0" in text and "  + scipy 1.17" in text and "  - tqdm 4" in text
     assert "dpkg packages:" not in text
     assert "no package changed" in diff_manifests(before, before)
+
+
+def test_the_platform_proof_is_proven_by_its_own_run_or_by_a_cpu_half() -> None:
+    with pytest.raises(PudevError, match=r"has no platform test result.*--platform-proof` first"):
+        passing_results(CANDIDATE, [_result("gpu", True)], ("platform",), "cu130")
+    assert passing_results(CANDIDATE, [_result("platform", True)], ("platform",), "cu130").half == "platform"
+    assert passing_results(CANDIDATE, [_result("cpu", True)], ("platform",), "cu130").half == "cpu"
+    # The latest of the two counts: a CPU half that failed after the proof passed is a failure.
+    proof_then_failed_half = [_result("platform", True, when="2026-11-30T10:00:00Z"),
+                              _result("cpu", False, when="2026-11-30T11:00:00Z")]
+    with pytest.raises(PudevError, match="failed its cpu test"):
+        passing_results(CANDIDATE, proof_then_failed_half, ("platform",), "cu130")
+    # A platform proof is not a CPU half.
+    with pytest.raises(PudevError, match="has no cpu test result"):
+        passing_results(CANDIDATE, [_result("platform", True)], ("cpu",), "cu130")
+
+
+def test_a_platform_proof_run_counts_as_the_proof_and_never_as_the_cpu_half() -> None:
+    counts = {"cpu": {"passed": 30, "failed": 0, "skipped": 0}, "gpu": {"passed": 0, "failed": 0, "skipped": 0}}
+    assert scope_counts("platform", counts) == {"platform": counts["cpu"]}
+    assert scope_counts("all", counts) == counts and scope_counts("cpu", counts) == counts
+    assert SuiteOutcome(code=0, gpus=False, counts=scope_counts("platform", counts)).half_passed("platform")
+    assert not SuiteOutcome(code=0, gpus=False, counts=scope_counts("platform", counts)).half_passed("cpu")
+
+
+def test_a_kept_compile_cache_is_mounted_only_where_the_host_names_one(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEPT_CCACHE, raising=False)
+    plain = container_options(tmp_path, gpus=False, require_gpu=False)
+    assert not any(KEPT_CCACHE in option for option in plain)
+    monkeypatch.setenv(KEPT_CCACHE, str(tmp_path / "cache"))
+    kept = container_options(tmp_path, gpus=False, require_gpu=False)
+    assert f"{tmp_path / 'cache'}:{KEPT_CCACHE_MOUNT}" in kept and f"{KEPT_CCACHE}={KEPT_CCACHE_MOUNT}" in kept

@@ -11,6 +11,7 @@ from pathlib import Path
 from pudev.building.plan import BuildPlan, local_tag
 from pudev.cli.request import Request
 from pudev.common.errors import PudevError
+from pudev.common.halves import PLATFORM_PROOF
 from pudev.config.model import Variant
 from pudev.config.selection import Selected, resolve
 
@@ -59,6 +60,8 @@ def _build_command(request: Request, variant: Variant) -> str:
 
 
 def _half(request: Request) -> str:
+    if request.options.platform_proof:
+        return PLATFORM_PROOF
     return "cpu" if request.options.cpu_only else "gpu" if request.options.gpu_only else "all"
 
 

@@ -82,6 +82,10 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     half = test.add_mutually_exclusive_group()
     half.add_argument("--cpu-only", action="store_true", help="the CPU half only")
     half.add_argument("--gpu-only", action="store_true", help="the GPU half only (it must find a GPU)")
+    half.add_argument("--platform-proof", action="store_true",
+                      help="only the CPU checks that prove the image on its platform: toolkits, compilers, a CUDA "
+                           "extension, the shell and tools (what an emulated platform can afford; recorded as "
+                           "`platform`, which required_tests may name)")
     test.add_argument("--reuse-local-pass", action="store_true",
                       help="for a candidate by digest: when this machine's `pudev test` already passed the same "
                            "image id (the same image, byte for byte), record that pass instead of running again")

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from pudev.common.halves import SUITE_HALVES
+from pudev.common.halves import SUITE_SCOPES
 from pudev.common.imageref import is_image_name, parse_image_ref, reference_hint
 from pudev.mirror.catalogue import MIRROR_CHOICES
 
@@ -69,10 +69,10 @@ def _two_slots(value: Any) -> str:
 
 
 def _halves(value: Any) -> str:
-    if isinstance(value, list) and value and all(item in SUITE_HALVES for item in value) and \
+    if isinstance(value, list) and value and all(item in SUITE_SCOPES for item in value) and \
             len(set(value)) == len(value):
         return ""
-    names = ", ".join(f'"{half}"' for half in SUITE_HALVES)
+    names = ", ".join(f'"{half}"' for half in SUITE_SCOPES)
     return f"{value!r} is not a list of suite halves ({names})"
 
 

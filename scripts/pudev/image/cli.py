@@ -27,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     half = selftest.add_mutually_exclusive_group()
     half.add_argument("--cpu-only", action="store_true", help="leave out the GPU checks (the CPU half)")
     half.add_argument("--gpu-only", action="store_true", help="only the GPU checks, which then must run")
+    half.add_argument("--platform-only", action="store_true",
+                      help="only the CPU checks that prove the image on its platform (for emulated runs)")
     selftest.add_argument("--junit", default="", metavar="PATH", help="also write a JUnit XML report")
     selftest.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest (after --)")
     commands.add_parser("record", help="print what this image was built to contain")
@@ -43,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
             from pudev.image import selftest as runner
 
             extra = [arg for arg in args.pytest_args if arg != "--"]
-            return runner.run(extra, cpu_only=args.cpu_only, gpu_only=args.gpu_only, junit=args.junit)
+            return runner.run(extra, cpu_only=args.cpu_only, gpu_only=args.gpu_only,
+                              platform_only=args.platform_only, junit=args.junit)
         if args.command == "record":
             from pudev.image.record import main as record_main
 

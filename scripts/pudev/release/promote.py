@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 from pudev.common.errors import PudevError
+from pudev.common.halves import PLATFORM_PROOF, covering
 from pudev.registry.client import RegistryClient
 from pudev.release.tags import ImageFacts, compute_tags
 from pudev.release.targets import DigestRef, Target
@@ -29,20 +30,25 @@ class Progress:
 
 def passing_results(candidate: DigestRef, found: list[SuiteResult], required: tuple[str, ...],
                     variant: str) -> SuiteResult:
-    """The latest result of each required half must be a pass for this variant; returns the CPU one."""
+    """The latest result of each required half must be a pass for this variant; returns the first one."""
     latest = {result.half: result for result in found}
+    proofs = []
     for half in required:
-        result = latest.get(half)
-        if result is None:
+        # The platform proof is also proven by a CPU half run: the latest of the two counts.
+        covering_results = [latest[name] for name in covering(half) if name in latest]
+        if not covering_results:
+            flag = {"gpu": " --gpu-only", PLATFORM_PROOF: " --platform-proof"}.get(half, " --cpu-only")
             raise PudevError(f"{candidate} has no {half} test result, so it was never tested that way: run "
-                             f"`pudev test {candidate}{' --gpu-only' if half == 'gpu' else ' --cpu-only'}` first")
+                             f"`pudev test {candidate}{flag}` first")
+        result = max(covering_results, key=lambda item: item.tested_at)
         if not result.passed:
-            raise PudevError(f"{candidate} failed its {half} test ({result.tested_at}): fix it, rebuild and push a "
-                             "new candidate; a failed digest is never promoted")
+            raise PudevError(f"{candidate} failed its {result.half} test ({result.tested_at}): fix it, rebuild and "
+                             "push a new candidate; a failed digest is never promoted")
         if result.variant != variant:
             raise PudevError(f"{candidate} was tested as variant {result.variant}, not {variant}: promote it as "
                              f"{result.variant}")
-    return latest[required[0]]
+        proofs.append(result)
+    return proofs[0]
 
 
 def check_unchanged(client: RegistryClient, candidate: DigestRef, tested: SuiteResult) -> bytes:

@@ -1,6 +1,7 @@
 """`pudev test`: the in-image suite in a fresh, always-removed container, for a
 local build (`pudev test VARIANT`) or a pushed candidate by digest
-(`pudev test REGISTRY/REPO@sha256:...`), the CPU half, the GPU half or both.
+(`pudev test REGISTRY/REPO@sha256:...`), the CPU half, the GPU half, both, or the
+platform proof (the CPU half's `platform` tests, what an emulated platform can afford).
 What ran is tallied per half from the suite's JUnit report."""
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from pudev.common.errors import PudevError
-from pudev.common.halves import SUITE_HALVES
+from pudev.common.halves import PLATFORM_PROOF, SUITE_HALVES
 from pudev.engine import docker, emulation
 from pudev.engine.containers import TrackedContainer, sweep
 from pudev.testing import localpasses
 
 REPORT_MOUNT = "/pudev-report"
+# A compiler cache kept between runs for the suite's extension build, mounted where the host names one
+# (e2e's emulated platform proof does; tests/image/conftest.py reads the same variable inside).
+KEPT_CCACHE = "PUDEV_SUITE_CCACHE_DIR"
+KEPT_CCACHE_MOUNT = "/pudev-ccache"
 HALVES = SUITE_HALVES
 HALF_PROPERTY = "pudev.half"  # each JUnit test case's half, from its gpu marker (tests/image/conftest.py)
 GPU_MODULE = "test_gpu"  # the GPU half in reports without HALF_PROPERTY: tests/image/test_gpu.py
@@ -45,6 +50,9 @@ def container_options(report_dir: Path, *, gpus: bool, require_gpu: bool) -> lis
                    if os.environ.get(variable)}
     if require_gpu:
         environment["PUDEV_REQUIRE_GPU"] = "1"
+    if os.environ.get(KEPT_CCACHE):
+        options += ["--volume", f"{os.environ[KEPT_CCACHE]}:{KEPT_CCACHE_MOUNT}"]
+        environment[KEPT_CCACHE] = KEPT_CCACHE_MOUNT
     for key, value in environment.items():
         options += ["--env", f"{key}={value}"]
     return options
@@ -63,6 +71,11 @@ def tally(junit: Path) -> dict[str, dict[str, int]]:
     return counts
 
 
+def scope_counts(half: str, counts: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """The tally by what the run proves: a platform proof's tests are CPU tests, yet no whole CPU half."""
+    return {PLATFORM_PROOF: counts["cpu"]} if half == PLATFORM_PROOF else counts
+
+
 def _half_of(case: ElementTree.Element) -> str:
     """The half the suite itself reports (its gpu marker, as a JUnit property); images built before it
     reported one count tests/image/test_gpu.py alone as the GPU half."""
@@ -74,12 +87,13 @@ def _half_of(case: ElementTree.Element) -> str:
 
 def run_image_tests(image: str, *, timeout: float, half: str = "all", junit: Path | None = None,
                     pytest_args: list[str] | None = None) -> SuiteOutcome:
-    """Run the suite in `image` (present locally). `half`: all, cpu or gpu (gpu demands a GPU)."""
+    """Run the suite in `image` (present locally). `half`: all, cpu, gpu (demands a GPU) or platform."""
     docker.require_daemon()
     sweep()
     info = docker.inspect_image(image)
-    if info is not None and docker.platform_of(info):  # another platform's image runs under emulation, if any
-        emulation.require_runnable(docker.platform_of(info), f"pudev test {image}")
+    foreign = docker.platform_of(info) if info is not None else ""
+    if foreign:  # another platform's image runs under emulation, if any
+        emulation.require_runnable(foreign, f"pudev test {image}")
     image_id = docker.image_id(image)  # before the run: a tag moved meanwhile must not get this run's pass
     gpus = docker.has_gpu_runtime()
     print(f"pudev: testing {image} ({half}) {'with' if gpus else 'without'} GPUs", file=sys.stderr, flush=True)
@@ -90,10 +104,11 @@ def run_image_tests(image: str, *, timeout: float, half: str = "all", junit: Pat
             command.append(f"--{half}-only")
         command += ["--", *(pytest_args or [])]
         options = container_options(Path(report_dir), gpus=gpus, require_gpu=half == "gpu")
+        options += ["--platform", foreign] if foreign else []
         with TrackedContainer(image, purpose="test", options=options) as container:
             code = container.run_attached(command, timeout=timeout)
         report = Path(report_dir) / "junit.xml"
-        counts = tally(report) if report.exists() else {}
+        counts = scope_counts(half, tally(report)) if report.exists() else {}
         if junit is not None and report.exists():
             junit.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(report, junit)
@@ -106,7 +121,7 @@ def run_image_tests(image: str, *, timeout: float, half: str = "all", junit: Pat
 
 
 def _remember_passes(image_id: str | None, outcome: SuiteOutcome) -> None:
-    for name in HALVES:
+    for name in outcome.counts:
         if image_id is not None and outcome.code == 0 and outcome.half_passed(name):
             localpasses.remember(image_id, name, outcome.counts[name])
 
