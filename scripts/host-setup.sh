@@ -12,7 +12,8 @@
 #           its own storage.conf (native overlay, never vfs); the Docker engine's
 #           configuration is left alone
 #   tidy    drop pudev's replaced images and cap BuildKit's cache (PUDEV_BUILD_CACHE_KEEP,
-#           default 25GB) so repeated runs keep their cache without filling the disk
+#           default 12GB: the arm64 build, the kept registry and podman need the rest) so
+#           repeated runs keep their cache without filling the disk
 # It installs and starts things only as root on Debian/Ubuntu; elsewhere it
 # prints what is missing and how to get it, and exits non-zero.
 # Usage: scripts/host-setup.sh [tools|engine|podman|tidy|all]   (default: all)
@@ -213,7 +214,7 @@ tidy() {
     for label in org.pudev.variant org.pudev.standin.recipe; do
         "$docker" image prune -f --filter "label=$label" >/dev/null
     done
-    "$docker" builder prune -f --keep-storage "${PUDEV_BUILD_CACHE_KEEP:-25GB}" >/dev/null
+    "$docker" builder prune -f --keep-storage "${PUDEV_BUILD_CACHE_KEEP:-12GB}" >/dev/null
 }
 
 case $what in

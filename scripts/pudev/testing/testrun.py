@@ -94,6 +94,9 @@ def run_image_tests(image: str, *, timeout: float, half: str = "all", junit: Pat
     foreign = docker.platform_of(info) if info is not None else ""
     if foreign:  # another platform's image runs under emulation, if any
         emulation.require_runnable(foreign, f"pudev test {image}")
+        if half in ("all", "cpu"):
+            print(f"pudev: {image} is a {foreign} image: under emulation its CPU half takes many times longer than "
+                  f"natively; --platform-proof runs the checks that prove the platform", file=sys.stderr, flush=True)
     image_id = docker.image_id(image)  # before the run: a tag moved meanwhile must not get this run's pass
     gpus = docker.has_gpu_runtime()
     print(f"pudev: testing {image} ({half}) {'with' if gpus else 'without'} GPUs", file=sys.stderr, flush=True)
