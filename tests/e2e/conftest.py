@@ -63,11 +63,18 @@ def realistic_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rea
     yield from _registry(tmp_path_factory, None)
 
 
+@pytest.fixture(scope="session")
+def swept_storage() -> Path:
+    """The kept registry storage, rid once per run of the blobs no manifest of the last run named."""
+    kept_between_runs.sweep(kept_between_runs.kept_storage_dir())
+    return kept_between_runs.kept_storage_dir()
+
+
 @pytest.fixture(scope="module")
-def kept_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealisticRegistry]:
+def kept_registry(tmp_path_factory: pytest.TempPathFactory, swept_storage: Path) -> Iterator[RealisticRegistry]:
     """The same registry on storage kept between runs, holding blobs but no image (kept_between_runs.py): the release
     tests push the 7 GB image, and only its changed layers travel."""
-    yield from _registry(tmp_path_factory, kept_between_runs.reset(kept_between_runs.kept_storage_dir()))
+    yield from _registry(tmp_path_factory, kept_between_runs.reset(swept_storage))
 
 
 @pytest.fixture(scope="session")
@@ -116,3 +123,12 @@ def quiet_container_logs(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
         shown = "\n  ".join(watch.found[:20])
         pytest.fail(f"{len(watch.found)} unexpected warning/error line(s) in container output (allow a line by "
                     f"name with @pytest.mark.allow_log(r\"...\")):\n  {shown}", pytrace=False)
+
+
+# Run last: the module that pushes every platform's build. Its new blobs would otherwise take the disk
+# that rootless podman's pull needs (test_podman.py: 2.5x an image free) while that pull runs.
+LAST_MODULES = ("test_one_tag_every_platform.py",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.path.name in LAST_MODULES)  # a stable sort: all else keeps its order

@@ -91,26 +91,49 @@ def _named_by_manifests(storage: Path) -> set[str] | None:
     return named
 
 
-def _sweep(storage: Path) -> None:
-    """Drop the blobs (and the candidate repositories' links to them) that the last run's manifests do not
-    name; a storage without manifests (a run that pushed nothing) keeps all it has."""
+def _record_file(storage: Path) -> Path:
+    return storage.parent / f"{storage.name}-named-blobs.json"
+
+
+def _read_record(storage: Path) -> dict[str, list[str] | None]:
+    """What the runs named: `last`, the blobs of the last run that pushed anything; `current`, this run's
+    so far. None where a manifest could not be read: nothing is swept on a guess."""
+    try:
+        record = json.loads(_record_file(storage).read_text())
+        return {"last": record["last"], "current": record["current"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {"last": [], "current": []}
+
+
+def _add_named(known: list[str] | None, storage: Path) -> list[str] | None:
+    """`known` and what the manifests in the storage name (their registry is about to lose them)."""
     named = _named_by_manifests(storage)
-    if not named:
+    return None if known is None or named is None else sorted(set(known) | named)
+
+
+def sweep(storage: Path) -> None:
+    """Once per run, before its first registry starts: drop the blobs (and the candidate repositories'
+    links to them) that the last run which pushed anything did not name."""
+    if not storage.exists():
         return
+    record = _read_record(storage)
+    finished = _add_named(record["current"], storage)  # the last run's last registry left its manifests
+    last = finished if finished != [] else record["last"]
+    _drop_images(storage)
+    _record_file(storage).write_text(json.dumps({"last": last, "current": []}))
+    if not last:
+        return
+    keep = set(last)
     for data in (storage / "docker/registry/v2/blobs/sha256").glob("*/*/data"):
-        if "sha256:" + data.parent.name not in named:
+        if "sha256:" + data.parent.name not in keep:
             shutil.rmtree(data.parent)
     for link in (storage / "docker/registry/v2/repositories").rglob("_layers/sha256/*/link"):
-        if "sha256:" + link.parent.name not in named:
+        if "sha256:" + link.parent.name not in keep:
             shutil.rmtree(link.parent)
 
 
-def reset(storage: Path) -> Path:
-    """`storage` as a registry that holds blobs but no image (see the module's text)."""
-    if storage.exists() and _size(storage) > LIMIT_BYTES:
-        shutil.rmtree(storage)
-    if storage.exists():
-        _sweep(storage)
+def _drop_images(storage: Path) -> None:
+    """Every manifest, tag and unfinished upload; the layer links of all but the candidate repositories."""
     repositories = storage / "docker/registry/v2/repositories"
     if repositories.exists():
         for repository in sorted({path.parent for path in repositories.rglob("_layers")} |
@@ -119,5 +142,18 @@ def reset(storage: Path) -> Path:
                 shutil.rmtree(repository / part, ignore_errors=True)
             if not repository.name.endswith(CANDIDATE_SUFFIX):
                 shutil.rmtree(repository / "_layers", ignore_errors=True)
+
+
+def reset(storage: Path) -> Path:
+    """`storage` as a registry that holds blobs but no image (see the module's text)."""
+    if storage.exists() and _size(storage) > LIMIT_BYTES:
+        shutil.rmtree(storage)
+        _record_file(storage).unlink(missing_ok=True)
+    if storage.exists():
+        record = _read_record(storage)
+        # What the run's previous registry named, before its manifests go.
+        current = _add_named(record["current"], storage)
+        _record_file(storage).write_text(json.dumps({"last": record["last"], "current": current}))
+    _drop_images(storage)
     storage.mkdir(parents=True, exist_ok=True)
     return storage

@@ -40,25 +40,60 @@ def test_blobs_and_candidate_links_survive_and_nothing_else(tmp_path: Path) -> N
     assert left == [f"{V2}/blobs/sha256/ab/abcd/data", f"{V2}/repositories/org/app-candidates/_layers/sha256/abcd/link"]
 
 
-def test_only_the_blobs_the_last_runs_manifests_name_are_kept(tmp_path: Path) -> None:
+def _blob(storage: Path, digest: str, body: str) -> None:
+    path = storage / f"{V2}/blobs/sha256/{digest[:2]}/{digest}/data"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body)
+
+
+def _pushed(storage: Path, manifest_digest: str, layers: list[str]) -> None:
+    """A module's push: its layers, their candidate links, and a manifest naming them."""
+    for layer in layers:
+        _blob(storage, layer, "layer")
+        _touch(storage, f"{V2}/repositories/org/app-candidates/_layers/sha256/{layer}/link")
+    _blob(storage, manifest_digest, json.dumps({"config": {"digest": "sha256:c0"},
+                                                "layers": [{"digest": f"sha256:{layer}"} for layer in layers]}))
+    _touch(storage, f"{V2}/repositories/org/app-candidates/_manifests/revisions/sha256/{manifest_digest}/link")
+
+
+def _blobs(storage: Path) -> list[str]:
+    return sorted(path.parent.name for path in storage.glob(f"{V2}/blobs/sha256/*/*/data"))
+
+
+def test_a_run_keeps_the_blobs_that_any_of_its_registries_named(tmp_path: Path) -> None:
     storage = tmp_path / "storage"
-    manifest = {"config": {"digest": "sha256:c0"}, "layers": [{"digest": "sha256:1a"}]}
-    index = {"manifests": [{"digest": "sha256:f1"}]}
-    for digest, body in (("f1", json.dumps(manifest)), ("f0", json.dumps(index)), ("c0", "{}"), ("1a", "layer"),
-                         ("2b", "an old build's layer")):
-        path = storage / f"{V2}/blobs/sha256/{digest[:2]}/{digest}/data"
-        path.parent.mkdir(parents=True)
-        path.write_text(body)
-    for digest in ("f0", "f1"):
-        _touch(storage, f"{V2}/repositories/org/app-candidates/_manifests/revisions/sha256/{digest}/link")
-    for digest in ("1a", "2b"):
-        _touch(storage, f"{V2}/repositories/org/app-candidates/_layers/sha256/{digest}/link")
+    _blob(storage, "c0", "{}")
+    _blob(storage, "0d", "an old build's layer")
+    # One run: two modules, each starting its registry from the kept storage and pushing.
+    kept_between_runs.sweep(storage)
+    _pushed(kept_between_runs.reset(storage), "f1", ["1a"])
+    _pushed(kept_between_runs.reset(storage), "f2", ["2b"])
+    assert "1a" in _blobs(storage)  # a later module of the same run never sweeps
+    # The next run: what either module named stays; the old layer, its link and nothing else go.
+    kept_between_runs.sweep(storage)
+    assert _blobs(storage) == ["1a", "2b", "c0", "f1", "f2"]
+    links = sorted(path.parent.name for path in storage.glob(f"{V2}/repositories/*/*/_layers/sha256/*/link"))
+    assert links == ["1a", "2b"]
+    # A run that pushed nothing leaves the storage as it is, for the next one too.
     kept_between_runs.reset(storage)
-    left = sorted(str(path.relative_to(storage / V2)) for path in storage.rglob("*") if path.is_file())
-    assert left == ["blobs/sha256/1a/1a/data", "blobs/sha256/c0/c0/data", "blobs/sha256/f0/f0/data",
-                    "blobs/sha256/f1/f1/data", "repositories/org/app-candidates/_layers/sha256/1a/link"]
-    kept_between_runs.reset(storage)  # no manifest left to go by: nothing more is swept
-    assert (storage / f"{V2}/blobs/sha256/1a/1a/data").exists()
+    kept_between_runs.sweep(storage)
+    assert _blobs(storage) == ["1a", "2b", "c0", "f1", "f2"]
+    # A run that pushed another build: the next run keeps that build's blobs alone.
+    _pushed(kept_between_runs.reset(storage), "f3", ["3c"])
+    kept_between_runs.sweep(storage)
+    assert _blobs(storage) == ["3c", "c0", "f3"]
+
+
+def test_an_unreadable_manifest_sweeps_nothing(tmp_path: Path) -> None:
+    storage = tmp_path / "storage"
+    _blob(storage, "0d", "an old build's layer")
+    _touch(storage, f"{V2}/repositories/org/app-candidates/_manifests/revisions/sha256/ee/link")  # no blob
+    kept_between_runs.reset(storage)
+    _pushed(storage, "f1", ["1a"])
+    kept_between_runs.sweep(storage)
+    assert "0d" in _blobs(storage)
+    kept_between_runs.sweep(storage)  # and in later runs, until a run's record is whole again
+    assert "0d" in _blobs(storage)
 
 
 def test_storage_over_the_limit_is_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
