@@ -12,7 +12,7 @@
 #           its own storage.conf (native overlay, never vfs); the Docker engine's
 #           configuration is left alone
 #   tidy    drop pudev's replaced images and cap BuildKit's cache (PUDEV_BUILD_CACHE_KEEP,
-#           default 12GB: the arm64 build, the kept registry and podman need the rest) so
+#           default 10GB: the arm64 build, the kept registry and podman need the rest) so
 #           repeated runs keep their cache without filling the disk
 # It installs and starts things only as root on Debian/Ubuntu; elsewhere it
 # prints what is missing and how to get it, and exits non-zero.
@@ -214,7 +214,7 @@ tidy() {
     for label in org.pudev.variant org.pudev.standin.recipe; do
         "$docker" image prune -f --filter "label=$label" >/dev/null
     done
-    "$docker" builder prune -f --keep-storage "${PUDEV_BUILD_CACHE_KEEP:-12GB}" >/dev/null
+    "$docker" builder prune -f --keep-storage "${PUDEV_BUILD_CACHE_KEEP:-10GB}" >/dev/null
 }
 
 case $what in
