@@ -3,7 +3,8 @@
 #   tools   debootstrap (OS stand-in), shellcheck (lint gate),
 #           qemu-user-static and binfmt-support (the arm64 stand-in builds and runs here
 #           under emulation; binfmt_misc mounted and its handlers enabled),
-#           docker-registry (local registry for publish tests), the Docker engine,
+#           docker-registry (local registry for publish tests), chromium and chromium-driver
+#           (JupyterLab opened in a real headless browser), the Docker engine,
 #           docker-compose and the Dev Containers CLI (the real clients of the
 #           compose file and the devcontainer)
 #   engine  a running Docker daemon (started in the background when none answers)
@@ -33,6 +34,8 @@ ensure_tools() {
     command -v npm >/dev/null 2>&1 || missing="$missing npm"
     command -v qemu-aarch64-static >/dev/null 2>&1 || missing="$missing qemu-user-static"
     command -v update-binfmts >/dev/null 2>&1 || missing="$missing binfmt-support"
+    command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+    command -v chromedriver >/dev/null 2>&1 || missing="$missing chromium-driver"
     if [ -n "$missing" ]; then
         if ! is_root_debian; then
             say "missing:$missing; install them with: sudo apt-get install -y$missing"
