@@ -45,7 +45,7 @@ read -r cuda torch arch cxx <<FACTS
 $facts
 FACTS
 pyversion=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-toolkit=$("$python" -c 'import os; from pudev.image.verify_facts import toolkit_version as v
+toolkit=$("$python" -c 'import os; from pudev.image.verify_evidence import toolkit_version as v
 print(v(os.environ["CUDA_HOME"]) or "")')
 toolkit=${toolkit:-$cuda}
 # The newest gcc this nvcc accepts, as its own host_config.h states it.

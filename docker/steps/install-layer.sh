@@ -1,5 +1,5 @@
 #!/bin/sh
-# One Python package layer: its slice of the lock (/tmp/layer.txt, cut by locklayers.py),
+# One Python package layer: its slice of the lock (/tmp/layer.txt, cut by lock_slices.py),
 # less what the base ships, installed by uv (from the uv stage) with the lock's
 # hashes and without dependencies: the other layers bring those, and `uv pip check` after
 # the last layer proves that they all agree, the base's own packages included (as pip check

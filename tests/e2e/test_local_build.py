@@ -24,8 +24,8 @@ from e2e_support import (
     standin_builds,
 )
 
-from pudev.building.locklayers import layer_of, read_layers, read_pins
-from pudev.building.locks import layers_path
+from pudev.building.lock_slices import layer_of, read_layers, read_pins
+from pudev.building.requirement_locks import layers_path
 from pudev.config.profiles import profile_names
 from pudev.engine import docker
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from cuda_extension import TEST_ARCH, setup_py_build
 
-from pudev.image.compilers.facts import parse_stats
+from pudev.image.compilers.compile_status import parse_stats
 from pudev.image.cudaswitch import environment_for
 from pudev.image.record import ImageRecord
 from pudev.image.wheels import marker, repack

@@ -52,8 +52,8 @@ ENGINE_ONLY_NAMES = ("docker_cli", "docker_env", "require_buildkit")
 LAUNCHERS = ("subprocess", "os", "asyncio")
 # Planning reads the variant, the checkout and the CA bundle, never the engine or a registry: what
 # only those know (the input images' digests) is resolved in building/digests.py and passed in.
-PURE_BUILD_MODULES = ("plan", "planning", "labels", "facts", "record", "bake", "cimatrix", "locks", "locklayers",
-                      "cabundle")
+PURE_BUILD_MODULES = ("plan", "plan_assembly", "labels", "input_images", "record", "bake", "cimatrix",
+                      "requirement_locks", "lock_slices", "cabundle")
 IMPURE = ("pudev.engine", "pudev.registry", "pudev.building.digests", "pudev.building.builder")
 
 

@@ -10,7 +10,7 @@ import pytest
 from fake_digests import FakeRegistry
 from matrices import HASHED_LOCK, SYNTHETIC_LOCK, WriteMatrix, write_matrix
 
-from pudev.building import digests, locks
+from pudev.building import digests, requirement_locks
 from pudev.engine import docker, images
 
 
@@ -47,10 +47,10 @@ def lock_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     a test adds the locks its own matrix names."""
     folder = tmp_path / "locks"
     folder.mkdir()
-    for path in locks.lock_dir().glob("*.txt"):
+    for path in requirement_locks.lock_dir().glob("*.txt"):
         (folder / path.name).write_bytes(path.read_bytes())
     (folder / SYNTHETIC_LOCK).write_text(HASHED_LOCK)
-    monkeypatch.setattr(locks, "lock_dir", lambda: folder)
+    monkeypatch.setattr(requirement_locks, "lock_dir", lambda: folder)
     return folder
 
 

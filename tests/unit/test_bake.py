@@ -17,12 +17,12 @@ import pytest
 from fake_digests import FakeRegistry
 from matrices import HASHED_LOCK, WriteMatrix, pin, pinned, synthetic
 
-from pudev.building import digests, locks
+from pudev.building import digests, requirement_locks
 from pudev.building.bake import CA_SECRET, NO_CA_BUNDLE, bake_target
 from pudev.building.digests import identify
-from pudev.building.facts import ImageIdentity, input_images
+from pudev.building.input_images import ImageIdentity, input_images
 from pudev.building.labels import OCI, PUDEV, build_labels, source_info
-from pudev.building.planning import BuildOptions, plan_builds
+from pudev.building.plan_assembly import BuildOptions, plan_builds
 from pudev.building.record import RECORD_ARG
 from pudev.cli import main
 from pudev.common.errors import PudevError
@@ -99,8 +99,8 @@ def case(request: pytest.FixtureRequest, matrix_file: WriteMatrix, lock_folder: 
         path = matrix_file()
         case = Case(Selection(variants_file=path), ["--variants-file", str(path), "--no-ca-bundle"], NO_CA)
     for variant in case.variants:  # a lock the matrix names (another platform's, say) that no test wrote
-        if not locks.lock_path(variant).exists():
-            locks.lock_path(variant).write_text(HASHED_LOCK)
+        if not requirement_locks.lock_path(variant).exists():
+            requirement_locks.lock_path(variant).write_text(HASHED_LOCK)
     return case
 
 
@@ -197,7 +197,7 @@ def test_each_bake_target_is_the_build_of_its_variant(case: Case, registry: Fake
         for image in input_images(variant):
             assert record["inputs"][image.key] == {"source": image.reference,
                                                    "digest": expected[image.reference].pin}, image.key
-        lock = locks.lock_path(variant)
+        lock = requirement_locks.lock_path(variant)
         assert record["inputs"]["lock"] == {"source": f"requirements/lock/{lock.name}",
                                             "digest": f"sha256:{hashlib.sha256(lock.read_bytes()).hexdigest()}"}
         assert record["revision"] == labels[f"{OCI}.revision"] == source.revision

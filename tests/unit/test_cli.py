@@ -193,7 +193,7 @@ def test_build_runs_the_command_plan_prints(on_engine: bool, capsys: pytest.Capt
     monkeypatch.setattr(docker, "ensure_local", ensure_local)
     monkeypatch.setattr(docker, "require_buildkit", lambda: "docker")
     monkeypatch.setattr(docker, "image_id", lambda _: None)
-    monkeypatch.setattr(builder, "build_mutex", lambda _: contextlib.nullcontext())
+    monkeypatch.setattr(builder, "one_build_at_a_time", lambda _: contextlib.nullcontext())
     monkeypatch.setattr(builds, "subprocess", types.SimpleNamespace(
         Popen=popen, PIPE=subprocess.PIPE, STDOUT=subprocess.STDOUT, TimeoutExpired=subprocess.TimeoutExpired))
     path = matrix_file()

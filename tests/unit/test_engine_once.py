@@ -70,8 +70,8 @@ def test_a_build_inspects_each_input_image_once(monkeypatch: pytest.MonkeyPatch,
                                                 lock_folder: Path) -> None:
     """The pull step's inspection is also the image's identity: no second and third question."""
     from pudev.building import builder
-    from pudev.building.facts import input_images
-    from pudev.building.planning import BuildOptions, plan_builds
+    from pudev.building.input_images import input_images
+    from pudev.building.plan_assembly import BuildOptions, plan_builds
     from pudev.common.errors import PudevError
     from pudev.config.loader import load_matrix
     from pudev.engine import builds
@@ -88,7 +88,7 @@ def test_a_build_inspects_each_input_image_once(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(docker, "inspect_image", inspect_image)
     monkeypatch.setattr(docker, "require_daemon", lambda: None)
     monkeypatch.setattr(docker, "require_buildkit", lambda: "docker")
-    monkeypatch.setattr(builder, "build_mutex", lambda _: contextlib.nullcontext())
+    monkeypatch.setattr(builder, "one_build_at_a_time", lambda _: contextlib.nullcontext())
     monkeypatch.setattr(builds, "subprocess", types.SimpleNamespace(Popen=popen, PIPE=-1, STDOUT=-2))
     variant = load_matrix(matrix_file()).get("cu130")
     (plan,) = plan_builds([variant], BuildOptions(no_ca_bundle=True))

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from matrices import WriteMatrix
 
-from pudev.building.facts import ImageIdentity
+from pudev.building.input_images import ImageIdentity
 from pudev.building.labels import SourceInfo, build_labels, public_url, source_info
 from pudev.building.plan import BuildPlan, build_args
 from pudev.building.record import RECORD_ARG

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from matrices import WriteMatrix
 
-from pudev.building.facts import ImageIdentity, input_images
+from pudev.building.input_images import ImageIdentity, input_images
 from pudev.building.labels import SourceInfo
 from pudev.building.plan import BuildPlan
 from pudev.building.record import RECORD_ARG

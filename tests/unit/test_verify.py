@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from pudev.config.loader import load_matrix
-from pudev.image.compilers.facts import CompileFacts
+from pudev.image.compilers.compile_status import CompileFacts
 from pudev.image.drivers import MINIMUM_DRIVER, judge_driver
 from pudev.image.record import ImageRecord, ToolkitRecord
 from pudev.image.verify import Check, arch_covered, evaluate, exit_code, render
-from pudev.image.verify_facts import Facts
+from pudev.image.verify_evidence import Facts
 from pudev.image.verify_network import NetworkFacts, collect, rdma_version
 from pudev.paths import VARIANTS_FILE
 
@@ -159,7 +159,7 @@ def test_table_lists_each_fix_once() -> None:
 
 
 def test_toolkit_version_from_version_json_or_nvcc(tmp_path: Path) -> None:
-    from pudev.image.verify_facts import nvcc_release, toolkit_version
+    from pudev.image.verify_evidence import nvcc_release, toolkit_version
 
     assert nvcc_release("Cuda compilation tools, release 13.0, V13.0.48\nBuild cuda_13.0.r13.0") == "13.0"
     assert nvcc_release("bash: nvcc: command not found") is None
@@ -275,7 +275,7 @@ CU126 = replace(CU132, expected_cuda="12.6", torch_version="2.14.1+cu126", torch
 
 
 def _host(facts: Facts, machine: str, cpuinfo: str, *gpus: tuple[str, str]) -> Facts:
-    from pudev.image.verify_facts import cpu_name
+    from pudev.image.verify_evidence import cpu_name
 
     return replace(facts, machine=machine, cpu=cpu_name(machine, cpuinfo), gpu_capabilities=list(gpus),
                    gpu_memory=[(name, 90 * GIB, 96 * GIB) for name, _ in gpus], device_count=len(gpus))
@@ -292,7 +292,7 @@ def _host(facts: Facts, machine: str, cpuinfo: str, *gpus: tuple[str, str]) -> F
     ("x86_64", "", ""),
 ])
 def test_cpu_name(machine: str, cpuinfo: str, name: str) -> None:
-    from pudev.image.verify_facts import cpu_name
+    from pudev.image.verify_evidence import cpu_name
 
     assert cpu_name(machine, cpuinfo) == name
 
@@ -430,7 +430,7 @@ def test_without_gpus_or_recorded_ranges_there_is_nothing_to_judge() -> None:
 
 
 def test_toolkit_arches_from_the_raw_record(tmp_path: Path) -> None:
-    from pudev.image.verify_facts import toolkit_arches
+    from pudev.image.verify_evidence import toolkit_arches
 
     def toolkit(version: str, installed: bool) -> ToolkitRecord:
         path = tmp_path / f"cuda-{version}"

@@ -11,9 +11,9 @@ from typing import TextIO
 
 from pudev.building.buildlog import find_failure
 from pudev.building.digests import already_inspected, identify
-from pudev.building.facts import input_images
-from pudev.building.mutex import build_mutex
+from pudev.building.input_images import input_images
 from pudev.building.plan import BuildPlan, cli_args
+from pudev.building.single_build import one_build_at_a_time
 from pudev.common.errors import PudevError
 from pudev.engine import builds, docker, emulation
 
@@ -37,7 +37,7 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
                          "rerun the build")
     buildkit_build = builds.BuildKitBuild(cli_args(spec))
     kept: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
-    with build_mutex(plan.tag):
+    with one_build_at_a_time(plan.tag):
         replaced = docker.image_id(plan.tag)
         started = time.monotonic()
         try:

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pudev.building.facts import ImageIdentity, input_images
+from pudev.building.input_images import ImageIdentity, input_images
 from pudev.building.plan import BuildPlan
 from pudev.common.errors import PudevError
 from pudev.common.imageref import parse_image_ref

@@ -2,7 +2,7 @@
 the image record it hands the build. Pure: it reads no engine state, so `pudev
 plan` prints the same plan on every machine. What only the engine or a registry
 knows (the input images' digests) comes in as `images`, resolved by
-building/digests.py; where it is missing, the plan holds its place (building/facts.py)."""
+building/digests.py; where it is missing, the plan holds its place (building/input_images.py)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pudev.building.facts import Fact, ImageIdentity, InputImage, every_fact, input_images
+from pudev.building.input_images import Fact, ImageIdentity, InputImage, every_fact, input_images
 from pudev.building.labels import SourceInfo, base_labels, build_labels
-from pudev.building.locks import lock_path
 from pudev.building.record import RECORD_ARG, planned_record, record_json
+from pudev.building.requirement_locks import lock_path
 from pudev.common.platforms import native_platform
 from pudev.config.model import Variant
 from pudev.config.rules import PLATFORM_SUFFIX

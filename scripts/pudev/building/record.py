@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
-from pudev.building.facts import InputImage
+from pudev.building.input_images import InputImage
 from pudev.config.model import Variant
 
 # Not PUDEV_RECORD: a build argument is in the environment of the RUN steps after it, and

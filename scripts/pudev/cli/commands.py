@@ -17,7 +17,7 @@ from pudev.config.selection import Selected, resolve
 
 
 def _plans(request: Request, variants: Sequence[Variant]) -> list[BuildPlan]:
-    from pudev.building.planning import plan_builds
+    from pudev.building.plan_assembly import plan_builds
 
     flags = "".join(f" {override.source}" for override in request.selection.overrides)  # as typed
     return plan_builds(variants, request.build, profile=request.selection.profile, flags=flags)
@@ -324,7 +324,7 @@ def cmd_profiles(request: Request) -> int:
 
 def cmd_lock(request: Request) -> int:
     from pudev.config.variant_table import with_table
-    from pudev.devtools.locking import write_locks
+    from pudev.devtools.lock_resolver import write_locks
     from pudev.paths import REPO_ROOT
 
     selected = resolve(request.selection, require_names=False)

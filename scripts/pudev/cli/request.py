@@ -7,7 +7,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from pudev.building.planning import BuildOptions
+from pudev.building.plan_assembly import BuildOptions
 from pudev.config.overrides import Override, parse_assignments, parse_toolkit_images
 from pudev.config.selection import Selection
 

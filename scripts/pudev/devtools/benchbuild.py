@@ -24,13 +24,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pudev.building.locklayers import Layer, Pin, normalize, read_layers, read_pins
-from pudev.building.locks import layers_path, lock_path
+from pudev.building.lock_slices import Layer, Pin, normalize, read_layers, read_pins
 from pudev.building.plan import local_tag
+from pudev.building.requirement_locks import layers_path, lock_path
 from pudev.common.errors import PudevError
 from pudev.common.table import render_table
 from pudev.config.model import Variant
-from pudev.devtools.locking import base_packages, compile_lock
+from pudev.devtools.lock_resolver import base_packages, compile_lock
 from pudev.engine import docker
 from pudev.engine.layers import layer_history
 from pudev.paths import REPO_ROOT, REQUIREMENTS_DIR

@@ -17,12 +17,12 @@ import sys
 from dataclasses import asdict, dataclass
 
 from pudev.common.table import render_table
-from pudev.image.compilers.facts import CompileFacts
+from pudev.image.compilers.compile_status import CompileFacts
 from pudev.image.compilers.parallelism import JOB_BYTES
 from pudev.image.cudaswitch import judge
 from pudev.image.drivers import judge_driver
 from pudev.image.gpu_arch import arch_name, capability_of, compiling_toolkits, coverage, sm_name
-from pudev.image.verify_facts import Facts
+from pudev.image.verify_evidence import Facts
 from pudev.image.verify_network import NetworkFacts, rdma_version
 
 GIB = 1024**3
@@ -299,7 +299,7 @@ def render(checks: list[Check]) -> str:
 
 
 def gather_facts() -> Facts:
-    from pudev.image.verify_facts import collect
+    from pudev.image.verify_evidence import collect
 
     return collect()
 

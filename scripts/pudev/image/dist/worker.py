@@ -25,7 +25,7 @@ import torch.distributed as dist
 # the defaults are None (no group yet). teardown() frees the group; main() checks that its threads are gone.
 import torch.distributed.nn.functional
 
-from pudev.image.dist import collectives, ddp, gather, nccl_log, nodefacts, sweep
+from pudev.image.dist import collectives, ddp, gather, nccl_log, node_report, sweep
 
 
 class Progress:
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace, progress: Progress) -> int:
     report = {"rank": rank, "local_rank": local_rank, "node": node, "label": args.node_label, "pid": os.getpid(),
               "device": name, "torch": torch.__version__, "torch_nccl": _nccl_version(),
               "collectives": wrong, "digest": training["digest"], "nccl": _nccl_choice(args.run_dir),
-              "facts": asdict(nodefacts.collect())}
+              "facts": asdict(node_report.collect())}
     progress.phase = "gathering the reports"
     keep: list[torch.Tensor] = []  # alive until after destroy_process_group (gather.py says why)
     reports = gather.all_reports(report, objects, keep)

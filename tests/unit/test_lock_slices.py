@@ -1,4 +1,4 @@
-"""The lock cut into the image's package layers (pudev.building.locklayers): every pin in
+"""The lock cut into the image's package layers (pudev.building.lock_slices): every pin in
 exactly one slice, the lock's own lines, in order; a package no layer names falls to
 the last; a later layer's edit leaves the earlier slices byte for byte the same. Over
 the committed locks and over random ones."""
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pudev.building import locklayers
-from pudev.building.locklayers import Layer, layer_of, normalize, read_layers, read_pins, split
-from pudev.building.locks import layers_path, lock_dir
+from pudev.building import lock_slices
+from pudev.building.lock_slices import Layer, layer_of, normalize, read_layers, read_pins, split
+from pudev.building.requirement_locks import layers_path, lock_dir
 from pudev.devtools.benchbuild import LIGHT_PROBE, heavy_probe
 from pudev.paths import DOCKERFILE
 
@@ -149,7 +149,7 @@ def test_the_dockerfile_installs_each_layer_once_in_the_files_order() -> None:
     steps = _install_steps()
     assert [name for name, _ in steps] == names
     assert [position for _, position in steps] == ["first", *["next"] * (len(names) - 2), "last"]
-    cut = re.search(r"python3 /tmp/locklayers\.py \S+ /tmp/layers\.txt /layers ([\w -]+)\n", DOCKERFILE.read_text())
+    cut = re.search(r"python3 /tmp/lock_slices\.py \S+ /tmp/layers\.txt /layers ([\w -]+)\n", DOCKERFILE.read_text())
     assert cut is not None and cut.group(1).split() == names
 
 
@@ -158,7 +158,7 @@ def test_the_build_runs_it_as_a_standalone_script(tmp_path: Path) -> None:
     the layer names the Dockerfile passes are checked against the file's."""
     lock = max(COMMITTED, key=lambda path: path.stat().st_size)  # an image's lock, not the tools'
     names = [layer.name for layer in LAYERS]
-    command = [sys.executable, "-I", "-S", str(Path(locklayers.__file__)), str(lock), str(layers_path())]
+    command = [sys.executable, "-I", "-S", str(Path(lock_slices.__file__)), str(lock), str(layers_path())]
     done = subprocess.run([*command, str(tmp_path), *names], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert {path.name for path in tmp_path.iterdir()} == {f"{name}.txt" for name in names}

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from pudev.building.locks import lock_path, tools_lock_path
+from pudev.building.requirement_locks import lock_path, tools_lock_path
 from pudev.common.errors import PudevError
 from pudev.config.model import Variant
 from pudev.engine import docker

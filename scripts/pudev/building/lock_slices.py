@@ -7,7 +7,7 @@ only, no pudev on the path) and each install step mounts its one slice: a pin
 edited in a later layer leaves the earlier slices byte for byte the same, and
 BuildKit, which keys mounts by content, keeps those layers cached. Comments are
 left out of the slices for that reason (`# via` lines change with other pins).
-Usage: python3 locklayers.py LOCK LAYERS OUT NAME... (NAME: the layers, in order,
+Usage: python3 lock_slices.py LOCK LAYERS OUT NAME... (NAME: the layers, in order,
 that the Dockerfile installs; OUT/NAME.txt is written for each).
 """
 
@@ -110,13 +110,13 @@ def main(argv: list[str]) -> int:
     lock, layers_file, out, *expected = argv
     layers = read_layers(Path(layers_file).read_text(encoding="utf-8"))
     if [layer.name for layer in layers] != expected:
-        print(f"locklayers: {layers_file} declares the layers {[layer.name for layer in layers]}, but the "
+        print(f"lock_slices: {layers_file} declares the layers {[layer.name for layer in layers]}, but the "
               f"Dockerfile installs {expected}: give each [section] its install step", file=sys.stderr)
         return 2
     Path(out).mkdir(parents=True, exist_ok=True)
     for name, text in split(Path(lock).read_text(encoding="utf-8"), layers).items():
         Path(out, f"{name}.txt").write_text(text, encoding="utf-8")
-        print(f"locklayers: {name}: {sum(1 for line in text.splitlines() if PIN.match(line))} pins")
+        print(f"lock_slices: {name}: {sum(1 for line in text.splitlines() if PIN.match(line))} pins")
     return 0
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pudev.image.compilers.facts import CompileFacts
+from pudev.image.compilers.compile_status import CompileFacts
 from pudev.image.nvml import NvmlUnavailableError, PynvmlSource
 from pudev.image.record import RECORD_PATH, ImageRecord, gcc_major, load
 from pudev.image.verify_network import NetworkFacts
@@ -138,7 +138,7 @@ def collect() -> Facts:
     import torch
 
     from pudev.image import verify_network
-    from pudev.image.compilers import facts as compile_facts
+    from pudev.image.compilers import compile_status as compile_facts
 
     record = load()
     cuda_home = os.environ.get("CUDA_HOME", "")

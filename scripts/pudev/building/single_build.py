@@ -14,7 +14,7 @@ from pudev.paths import state_dir
 
 
 @contextlib.contextmanager
-def build_mutex(tag: str) -> Iterator[None]:
+def one_build_at_a_time(tag: str) -> Iterator[None]:
     path = state_dir() / f"build-{re.sub(r'[^A-Za-z0-9_.-]+', '_', tag)}.lock"
     with path.open("a+") as handle:
         try:

@@ -9,7 +9,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pudev.image.verify_facts import shm_size
+from pudev.image.verify_evidence import shm_size
 
 # Settings that change which transport NCCL or gloo picks; the table shows any that are set.
 TRANSPORT_ENV = ("NCCL_IB_DISABLE", "NCCL_NET", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_P2P_DISABLE",

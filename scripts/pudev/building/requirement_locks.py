@@ -26,7 +26,7 @@ def tools_lock_path() -> Path:
 
 
 def layers_path() -> Path:
-    """Which packages each of the image's package layers installs (pudev.building.locklayers)."""
+    """Which packages each of the image's package layers installs (pudev.building.lock_slices)."""
     return REQUIREMENTS_DIR / "layers.txt"
 
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from pudev.building.cabundle import resolve_ca_bundle
 from pudev.building.labels import source_info
-from pudev.building.locks import require_lock
 from pudev.building.plan import BuildPlan
+from pudev.building.requirement_locks import require_lock
 from pudev.config.model import Variant
 
 
