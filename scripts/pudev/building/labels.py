@@ -91,6 +91,9 @@ def build_labels(variant: Variant, source: SourceInfo) -> dict[str, str]:
         f"{PUDEV}.default-toolkit": variant.default_toolkit,
         f"{PUDEV}.python": variant.python,
         f"{PUDEV}.mirror": variant.mirror,
+        f"{PUDEV}.image": variant.image,
+        f"{PUDEV}.required-tests": ",".join(variant.required_tests),
+        f"{PUDEV}.latest": "true" if variant.latest else "false",
     }
     if source.url:
         labels[f"{OCI}.source"] = source.url

@@ -196,7 +196,7 @@ def _variant(name: str, raw: dict[str, Any], table: dict[str, Any], changes: lis
         lock=fields.get("lock") or rules.default_lock(fields["torch"], fields["python"], platform),
         required_tests=tuple(fields.get("required_tests") or SUITE_HALVES),
         platforms=tuple(fields["platforms"]), base=fields.get("base", "official"),
-        torch_index=fields.get("torch_index", ""),
+        torch_index=fields.get("torch_index", ""), latest=name == raw["default_variant"],
     )
     try:
         rules.check_variant(variant)

@@ -48,6 +48,7 @@ class Variant:
     platforms: tuple[str, ...] = ("linux/amd64",)  # every platform the variant is built for; one tag spans them
     base: str = "official"  # official: base_image is a PyTorch image; wheels: the build adds torch to it
     torch_index: str = ""  # where a `wheels` base gets torch from ("" = pip's default index)
+    latest: bool = False  # the matrix's default_variant: promotion also tags it `latest`
 
     @property
     def toolkit_versions(self) -> tuple[str, ...]:
