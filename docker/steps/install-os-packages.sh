@@ -35,11 +35,32 @@ for max in $max_gccs; do
     fi
 done
 echo "install-os-packages: default g++ $default_gcc; for older toolkits:${extra:- none needed}"
-# shellcheck disable=SC2086  # $extra is a list of package names.
-apt-get "$@" -q install -y --no-install-recommends \
-    g++ $extra make ninja-build cmake git curl ca-certificates unzip less nano procps \
-    zsh zsh-syntax-highlighting zsh-autosuggestions tini \
-    libibverbs1 ibverbs-providers librdmacm1 ibverbs-utils openssh-client
+# Each package and why it is here, one per line as docker-stacks writes them (sed drops the comments).
+packages=$(sed 's/#.*//' <<'PACKAGES'
+g++                      # the host compiler nvcc and torch's C++ extensions use (the base has none)
+make                     # Makefile-driven projects and CMake's default generator
+ninja-build              # torch.utils.cpp_extension builds in parallel with ninja (slow serial setuptools without)
+cmake                    # CMake-built CUDA projects and extensions (FindCUDAToolkit, CMAKE_CUDA_COMPILER)
+git                      # pip install git+https://..., and the checkouts a dev container works in
+curl                     # downloads in notebooks and scripts; the runtime bases ship no HTTP client
+ca-certificates          # TLS for git, curl, pip and apt through the mirrors
+unzip                    # datasets and model archives shipped as .zip
+less                     # a pager for git, man and long logs
+nano                     # an editor in a bare terminal (JupyterLab's terminal, kubectl exec)
+procps                   # ps, top and free: what is running and how much memory it takes
+zsh                      # the default user's shell
+zsh-syntax-highlighting  # colours a command line as it is typed
+zsh-autosuggestions      # suggests from history as you type
+tini                     # PID 1: forwards signals to JupyterLab and reaps zombies
+libibverbs1              # the verbs library NCCL loads for InfiniBand/RoCE (dlopen at run time)
+ibverbs-providers        # the hardware drivers libibverbs loads (mlx5 and others)
+librdmacm1               # RDMA connection management, which NCCL's and UCX's IB transports use
+ibverbs-utils            # ibv_devinfo: which InfiniBand devices the container sees (`pudev verify`)
+openssh-client           # MPI-style launchers (mpirun, deepspeed) reach the other nodes over ssh
+PACKAGES
+)
+# shellcheck disable=SC2086  # $extra and $packages are lists of package names.
+apt-get "$@" -q install -y --no-install-recommends $packages $extra
 rm -rf /var/log/apt/* /var/log/dpkg.log /var/cache/debconf/*-old
 
 # torch's extensions compile with CXX_STANDARD (c++20 from torch 2.12): the default g++ must take it.

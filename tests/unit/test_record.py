@@ -13,16 +13,21 @@ from typing import Any
 import pytest
 from matrices import WriteMatrix
 
+from pudev.building.cimatrix import _variant_fields as _ci_columns
 from pudev.building.input_images import ImageIdentity, input_images
-from pudev.building.labels import SourceInfo
-from pudev.building.plan import BuildPlan
+from pudev.building.labels import SourceInfo, build_labels
+from pudev.building.plan import BuildPlan, build_args
 from pudev.building.record import RECORD_ARG
+from pudev.common.errors import PudevError
+from pudev.common.variant import declared as declared_field
+from pudev.common.variant import every_contract
 from pudev.config.loader import load_matrix
 from pudev.config.model import Toolkit, Variant
 from pudev.config.profiles import profile_names
+from pudev.config.schema import variant_keys
 from pudev.config.selection import profile_builds
 from pudev.image import record as image_record
-from pudev.paths import VARIANTS_FILE
+from pudev.paths import DOCKERFILE, VARIANTS_FILE
 
 SOURCE = SourceInfo(revision="1" * 40, created="2026-01-01T00:00:00Z", url="")
 # The keys the in-image suite and tools have always read (tests/image, cuda-switch, verify, inventory).
@@ -82,19 +87,54 @@ def test_every_model_field_reaches_the_build_in_the_record(matrix_file: WriteMat
         assert set(planned["inputs"]) == {"base", "lock", *(f"toolkit {t.version}" for t in variant.toolkits)}
 
 
-def test_a_field_added_to_the_model_reaches_the_image_record_with_no_other_change(
-        matrix_file: WriteMatrix, lock_folder: Path, tmp_path: Path) -> None:
-    """cuDNN, say: a variant with one more field is planned, built and loaded with nothing else touched."""
-    declared = load_matrix(matrix_file()).get("cu130")
-    with_cudnn = dataclasses.make_dataclass("WithCudnn", [("cudnn", str, dataclasses.field(default="9.9.0"))],
-                                            bases=(Variant,), frozen=True)
-    variant = with_cudnn(**{field.name: getattr(declared, field.name) for field in dataclasses.fields(declared)})
+def _with_cudnn(declared: Variant) -> Variant:
+    """cuDNN, say: one more field, declared once with its contract, as pudev.common.variant declares each."""
+    contract = declared_field("9.9.0", toml="variant", build_arg="CUDNN_VERSION", label="cudnn", ci="cudnn",
+                              column="cuDNN", pattern=r"\d+\.\d+\.\d+", expected="a cuDNN release")
+    with_cudnn = dataclasses.make_dataclass("WithCudnn", [("cudnn", str, contract)], bases=(Variant,), frozen=True)
+    variant: Variant = with_cudnn(**{field.name: getattr(declared, field.name)
+                                     for field in dataclasses.fields(declared)})
+    return variant
+
+
+def test_a_field_declared_once_reaches_every_place_it_names(matrix_file: WriteMatrix, lock_folder: Path,
+                                                            tmp_path: Path) -> None:
+    """The field's contract alone takes it to the schema, the build arguments, the labels, the CI
+    matrix, the table's columns and the record the image's own reader loads."""
+    variant = _with_cudnn(load_matrix(matrix_file()).get("cu130"))
+    model = type(variant)
+    assert "cudnn" in variant_keys("variant", model) and "cudnn" not in variant_keys("shared", model)
+    assert build_args(variant)["CUDNN_VERSION"] == "9.9.0"
+    assert build_labels(variant, SOURCE)["org.pudev.cudnn"] == "9.9.0"
+    assert _ci_columns(variant)["cudnn"] == "9.9.0"
+    assert "cuDNN" in [contract.column for _, contract in every_contract(model)]
     planned = _planned(_identified(variant))
     _assert_every_field_recorded(variant, planned)
     assert planned["cudnn"] == "9.9.0"
     written = _write(planned, tmp_path)
     assert written["cudnn"] == "9.9.0"
-    image_record.from_dict(written)  # the tools still load it
+    image_record.from_dict(written, model=model)  # the image's reader, told of the same model, loads it
+
+
+def test_a_record_from_a_newer_pudev_is_refused_not_dropped(matrix_file: WriteMatrix, lock_folder: Path,
+                                                           tmp_path: Path) -> None:
+    """An image whose record has a field this pudev does not declare was built by a newer pudev."""
+    written = _write(_planned(_identified(_with_cudnn(load_matrix(matrix_file()).get("cu130")))), tmp_path)
+    with pytest.raises(PudevError, match=r"fields this pudev does not know \(cudnn\).*built by a newer pudev"):
+        image_record.from_dict(written)
+    written.pop("cudnn")
+    written["toolkits"][0]["sm_count"] = 1
+    with pytest.raises(PudevError, match=r"toolkit .*\(sm_count\)"):
+        image_record.from_dict(written)
+    written["toolkits"][0].pop("sm_count")
+    assert image_record.from_dict(written).variant == "cu130"
+
+
+def test_the_dockerfile_declares_each_build_argument_a_field_names() -> None:
+    """Each field's ARG is in docker/Dockerfile, so a contract cannot name an argument the build ignores."""
+    args = {line.split()[1].split("=")[0] for line in DOCKERFILE.read_text().splitlines() if line.startswith("ARG ")}
+    named = {contract.build_arg for _, contract in every_contract() if contract.build_arg}
+    assert named and named <= args, named - args
 
 
 def _write(planned: dict[str, Any], tmp_path: Path, *, lock: str = "", shipped: str = "") -> dict[str, Any]:

@@ -16,11 +16,12 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+from pudev.common.variant import PUDEV_LABELS, as_text, travelling_values
 from pudev.config.model import Variant
 from pudev.paths import REPO_ROOT
 
 OCI = "org.opencontainers.image"
-PUDEV = "org.pudev"
+PUDEV = PUDEV_LABELS
 _SCP_REMOTE = re.compile(r"^[\w.-]+@(?P<host>[\w.-]+):(?P<path>[\w./-]+)$")
 _URL = re.compile(r"^https?://[\w.-]+(:\d+)?/[\w./-]+$")
 
@@ -75,6 +76,8 @@ def public_url(remote: str) -> str:
 
 
 def build_labels(variant: Variant, source: SourceInfo) -> dict[str, str]:
+    """The OCI description of the image and the source, then each variant field's label as declared
+    with the field (pudev.common.variant); the toolkit slots are one label, version=image each."""
     labels = {
         f"{OCI}.title": f"PyTorch Universal Dev ({variant.name})",
         f"{OCI}.description": (f"PyTorch {variant.torch} (CUDA {variant.cuda}) with CUDA toolkits "
@@ -83,17 +86,8 @@ def build_labels(variant: Variant, source: SourceInfo) -> dict[str, str]:
         f"{OCI}.revision": source.revision,
         f"{OCI}.created": source.created,
         f"{OCI}.licenses": "MIT",
-        f"{OCI}.base.name": variant.base_image,
-        f"{PUDEV}.variant": variant.name,
-        f"{PUDEV}.torch": variant.torch,
-        f"{PUDEV}.cuda": variant.cuda,
+        **{contract.label_key: as_text(value) for _, contract, value in travelling_values(variant) if contract.label},
         f"{PUDEV}.toolkits": ",".join(f"{t.version}={t.image}" for t in variant.toolkits),
-        f"{PUDEV}.default-toolkit": variant.default_toolkit,
-        f"{PUDEV}.python": variant.python,
-        f"{PUDEV}.mirror": variant.mirror,
-        f"{PUDEV}.image": variant.image,
-        f"{PUDEV}.required-tests": ",".join(variant.required_tests),
-        f"{PUDEV}.latest": "true" if variant.latest else "false",
     }
     if source.url:
         labels[f"{OCI}.source"] = source.url

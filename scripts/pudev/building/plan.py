@@ -17,6 +17,7 @@ from pudev.building.labels import SourceInfo, base_labels, build_labels
 from pudev.building.record import RECORD_ARG, planned_record, record_json
 from pudev.building.requirement_locks import lock_path
 from pudev.common.platforms import native_platform
+from pudev.common.variant import as_text, travelling_values
 from pudev.config.model import Variant
 from pudev.config.rules import PLATFORM_SUFFIX
 from pudev.paths import DOCKERFILE, REPO_ROOT
@@ -31,29 +32,18 @@ def local_tag(variant: Variant) -> str:
 
 def build_args(variant: Variant) -> dict[str, str]:
     """The ARGs Docker itself uses, in FROM lines and the steps before the record: each is in
-    those steps' cache keys. The record step reads the variant from IMAGE_RECORD alone."""
-    args = {
-        "BASE_IMAGE": variant.base_image,
-        "BASE_KIND": variant.base,
-        "TORCH_INDEX": variant.torch_index,
-        "TORCH_VERSION": variant.torch,
-        "CUDA_VERSION": variant.cuda,
-        "PYTHON_VERSION": variant.python,
-        "CXX_STANDARD": variant.cxx_standard,
-        "LOCK": lock_path(variant).name,
-    }
+    those steps' cache keys. The record step reads the variant from IMAGE_RECORD alone. Each
+    field's ARG is declared with the field (pudev.common.variant); the lock and the two toolkit
+    slots are spelled here: a file name, and one ARG per slot and property."""
+    args = {contract.build_arg: as_text(value) for _, contract, value in travelling_values(variant)
+            if contract.build_arg}
+    args["LOCK"] = lock_path(variant).name
     for slot, toolkit in zip(("A", "B"), variant.toolkits, strict=True):
         args.update({
             f"TOOLKIT_{slot}_IMAGE": toolkit.image,
             f"TOOLKIT_{slot}_VERSION": toolkit.version,
             f"TOOLKIT_{slot}_MAX_GCC": str(toolkit.max_gcc),
         })
-    args.update({
-        "DEFAULT_TOOLKIT": variant.default_toolkit,
-        "CUDA_ARCH_LIST": variant.default.arch_list,
-        "MIRROR": variant.mirror,
-        "BUILD_MIRROR": variant.build_mirror,
-    })
     return args
 
 

@@ -12,14 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from pudev.common.errors import PudevError
-from pudev.common.halves import SUITE_HALVES
 from pudev.common.inputs import InputFile
 from pudev.common.platforms import native_platform
+from pudev.common.variant import declared_fields
 from pudev.config import rules
 from pudev.config.model import Matrix, Toolkit, Variant
 from pudev.config.overrides import TOOLKIT_KEY, Override
 from pudev.config.schema import FieldError, Schema, check_catalogue, check_table
 from pudev.paths import VARIANTS_FILE
+
+# The variant fields docker/variants.toml may set, each passed to Variant under its own name.
+FILE_FIELDS = frozenset(name for name, contract in declared_fields() if contract.toml)
 
 Overrides = Mapping[str, Sequence[Override]]  # variant name -> its overrides, applied in order
 
@@ -188,16 +191,15 @@ def _variant(name: str, raw: dict[str, Any], table: dict[str, Any], changes: lis
                 platforms=tuple(catalogue[version].get("platforms", ["linux/amd64"])))
         for version in versions
     )
-    variant = Variant(
-        name=name, torch=fields["torch"], cuda=fields["cuda"], python=fields["python"],
-        cxx_standard=fields["cxx_standard"], base_image=fields["base_image"], toolkits=toolkits,
-        image=fields["image"], platform=platform, mirror=fields["mirror"],
-        build_mirror=fields.get("build_mirror") or fields["mirror"],
-        lock=fields.get("lock") or rules.default_lock(fields["torch"], fields["python"], platform),
-        required_tests=tuple(fields.get("required_tests") or SUITE_HALVES),
-        platforms=tuple(fields["platforms"]), base=fields.get("base", "official"),
-        torch_index=fields.get("torch_index", ""), latest=name == raw["default_variant"],
-    )
+    # Every field the file may set comes through under its own name (pudev.common.variant); the rest is
+    # what the loader knows: the name, the platform, the toolkit slots and the defaults that depend on others.
+    declared = {key: tuple(value) if isinstance(value, list) else value
+                for key, value in fields.items() if key in FILE_FIELDS}
+    variant = Variant(**{
+        **declared, "name": name, "platform": platform, "toolkits": toolkits, "latest": name == raw["default_variant"],
+        "build_mirror": fields.get("build_mirror") or fields["mirror"],
+        "lock": fields.get("lock") or rules.default_lock(fields["torch"], fields["python"], platform),
+    })
     try:
         rules.check_variant(variant)
     except FieldError as error:

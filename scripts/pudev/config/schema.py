@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from pudev.common.halves import SUITE_SCOPES
 from pudev.common.imageref import is_image_name, parse_image_ref, reference_hint
+from pudev.common.variant import Contract, Variant, every_contract
 from pudev.mirror.catalogue import MIRROR_CHOICES
 
 
@@ -135,24 +136,44 @@ _CXX = _matches(r"c\+\+(17|20|23)", "a C++ standard (c++17, c++20 or c++23)")
 _LOCK = _matches(r"[a-z0-9][a-z0-9.-]*", "a lock name (lower-case letters, digits, '.' and '-')")
 
 
-# The variant fields a platform's table may set: what differs when the base or the wheels do.
-PER_PLATFORM = ("base", "base_image", "torch_index", "python", "cuda_arch_list", "lock", "required_tests")
+# How each variant field's value is checked, by field name; a field with none here is checked by
+# its contract's pattern (pudev.common.variant), and one with neither fails at import.
+CHECKS: dict[str, Check] = {
+    "image": _image_name, "platforms": _platforms, "mirror": _mirror, "build_mirror": _mirror,
+    "python": _PYTHON, "cxx_standard": _CXX, "cuda_arch_list": _arch_lists, "required_tests": _halves,
+    "torch": _TORCH, "cuda": _CUDA, "base_image": _image_ref, "toolkits": _two_slots, "lock": _LOCK,
+    "base": _base_kind, "torch_index": _index,
+}
+
+
+def _check_for(name: str, contract: Contract) -> Check:
+    if name in CHECKS:
+        return CHECKS[name]
+    if contract.pattern:
+        return _matches(contract.pattern, contract.expected or f"a match of {contract.pattern}")
+    raise TypeError(f"variant field {name!r} goes in the variant file but has no check: give its contract a "
+                    "pattern, or add it to CHECKS in pudev.config.schema")
+
+
+def variant_keys(placement: str, model: type[Variant] = Variant) -> dict[str, tuple[Check, bool]]:
+    """The variant file's keys placed `placement` ("shared" or "variant"), with their checks, from the contract."""
+    return {name: (_check_for(name, contract), contract.required)
+            for name, contract in every_contract(model) if contract.toml == placement}
+
+
+def per_platform_keys(model: type[Variant] = Variant) -> tuple[str, ...]:
+    """What a variant's [on."PLATFORM"] table may set: what differs when the base or the wheels do."""
+    return tuple(name for name, contract in every_contract(model) if contract.per_platform)
+
+
+PER_PLATFORM = per_platform_keys()
 
 
 class Schema:
     """Which fields each table takes, and how each is checked. True = required."""
 
     # Allowed at the top as defaults for every variant, and in each variant.
-    SHARED: ClassVar[dict[str, tuple[Check, bool]]] = {
-        "image": (_image_name, True),
-        "platforms": (_platforms, True),
-        "mirror": (_mirror, True),
-        "build_mirror": (_mirror, False),
-        "python": (_PYTHON, True),
-        "cxx_standard": (_CXX, True),
-        "cuda_arch_list": (_arch_lists, True),
-        "required_tests": (_halves, False),
-    }
+    SHARED: ClassVar[dict[str, tuple[Check, bool]]] = variant_keys("shared")
     TOP: ClassVar[dict[str, tuple[Check, bool]]] = {
         **{key: (check, False) for key, (check, _) in SHARED.items()},
         "default_variant": (_matches(r"[a-z0-9][a-z0-9-]*", "a variant name"), True),
@@ -161,13 +182,7 @@ class Schema:
     }
     VARIANT: ClassVar[dict[str, tuple[Check, bool]]] = {
         **SHARED,
-        "torch": (_TORCH, True),
-        "cuda": (_CUDA, True),
-        "base_image": (_image_ref, True),
-        "toolkits": (_two_slots, True),
-        "lock": (_LOCK, False),
-        "base": (_base_kind, False),
-        "torch_index": (_index, False),
+        **variant_keys("variant"),
         "on": (_table, False),
     }
     # [variants.NAME.on."linux/arm64"]: the facts that may differ on one platform, each optional there.

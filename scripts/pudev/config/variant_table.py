@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pudev.common.generated import replace_block
 from pudev.common.table import render_table
+from pudev.common.variant import as_text, every_contract, travelling_values
 from pudev.config.model import Matrix, Variant
-
-HEADERS = ["variant", "platform", "torch", "CUDA", "Python", "base", "toolkits (* = CUDA_HOME)",
-           "arch list (CUDA_HOME)"]
 
 
 def base_text(variant: Variant) -> str:
@@ -19,21 +19,33 @@ def base_text(variant: Variant) -> str:
     return variant.base_image
 
 
-def _row(matrix: Matrix, variant: Variant) -> list[str]:
-    latest = " (latest)" if variant.name == matrix.default_variant else ""
-    toolkits = " + ".join(f"{t.version}{'*' if t.version == variant.default_toolkit else ''}"
-                          for t in variant.toolkits)
-    return [variant.name + latest, variant.platform.removeprefix("linux/"), variant.torch, variant.cuda,
-            variant.python, base_text(variant), toolkits, variant.default.arch_list]
+def _toolkits_cell(variant: Variant) -> str:
+    return " + ".join(f"{t.version}{'*' if t.version == variant.default_toolkit else ''}" for t in variant.toolkits)
+
+
+# How a column's cell reads where its plain text would say less (the rest: the value as text).
+CELLS: dict[str, Callable[[Variant], str]] = {
+    "name": lambda variant: variant.name + (" (latest)" if variant.latest else ""),
+    "platform": lambda variant: variant.platform.removeprefix("linux/"),
+    "base_image": base_text,
+    "toolkits": _toolkits_cell,
+}
+# Each column is declared with its field (pudev.common.variant), in the fields' order.
+HEADERS = [contract.column for _, contract in every_contract() if contract.column]
+
+
+def _row(variant: Variant) -> list[str]:
+    return [CELLS[name](variant) if name in CELLS else as_text(value)
+            for name, contract, value in travelling_values(variant) if contract.column]
 
 
 def variants_table(matrix: Matrix) -> str:
     """One row per variant and platform: each platform's build has its own base and arch list."""
-    return render_table(HEADERS, [_row(matrix, variant) for variant in matrix.every_build()])
+    return render_table(HEADERS, [_row(variant) for variant in matrix.every_build()])
 
 
 def variants_markdown(matrix: Matrix) -> str:
-    rows = [_row(matrix, variant) for variant in matrix.every_build()]
+    rows = [_row(variant) for variant in matrix.every_build()]
     lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return "\n".join(lines)

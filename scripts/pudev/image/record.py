@@ -21,6 +21,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pudev.common.errors import PudevError
+from pudev.common.variant import Toolkit, Variant, record_keys
+
 # PUDEV_RECORD points the tools at another record (scripts/gpu-check.sh, outside the image).
 RECORD_PATH = Path(os.environ.get("PUDEV_RECORD", "/etc/pudev/image.json"))
 _LOCK_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
@@ -98,19 +101,44 @@ def host_compiler_for(max_gcc: int) -> str:
     raise SystemExit(f"record: no g++ <= {max_gcc} installed for a toolkit whose nvcc refuses newer ones")
 
 
+# What the record step adds to the host's record (build_record below), beside the variant's own fields.
+BUILD_KEYS = frozenset({"inputs", "revision", "user", "packages", "base_packages"})
+TOOLKIT_BUILD_KEYS = frozenset({"path", "host_compiler"})
+
+
 def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     names = {item.name for item in fields(cls)}
     return {key: value for key, value in data.items() if key in names}
 
 
-def from_dict(data: dict[str, Any]) -> ImageRecord:
-    """The fields the tools read; the record may hold more (a variant field no tool reads yet)."""
+def _refuse_unknown(found: set[str], known: set[str], where: str, data: dict[str, Any]) -> None:
+    """A key this pudev does not declare: the image was built by a newer pudev, whose meaning we would drop."""
+    unknown = sorted(found - known)
+    if unknown:
+        revision = data.get("revision") or "unknown"
+        raise PudevError(f"{where} has fields this pudev does not know ({', '.join(unknown)}): the image was built "
+                         f"by a newer pudev (source revision {revision}); read it with that image's own tools "
+                         "(`pudev record` inside it), or rebuild the image with this checkout")
+
+
+def from_dict(data: dict[str, Any], *, model: type[Variant] = Variant, where: str = "the image record"
+              ) -> ImageRecord:
+    """The fields the tools read, after checking that every key is one the variant model (`model`, as
+    pudev.common.variant declares it) or the record step defines: an unknown one is refused, not dropped."""
+    _refuse_unknown(set(data), record_keys(model) | BUILD_KEYS, where, data)
+    toolkit_keys = {item.name for item in fields(Toolkit)} | TOOLKIT_BUILD_KEYS
+    for toolkit in data["toolkits"]:
+        _refuse_unknown(set(toolkit), toolkit_keys, f"{where} (toolkit {toolkit.get('version', '?')})", data)
+    return _typed(data)
+
+
+def _typed(data: dict[str, Any]) -> ImageRecord:
     toolkits = [ToolkitRecord(**_known(ToolkitRecord, toolkit)) for toolkit in data["toolkits"]]
     return ImageRecord(**{**_known(ImageRecord, data), "toolkits": toolkits})
 
 
 def load(path: Path = RECORD_PATH) -> ImageRecord:
-    return from_dict(json.loads(path.read_text()))
+    return from_dict(json.loads(path.read_text()), where=str(path))
 
 
 def _installed(planned: dict[str, Any], locks: Path | None, shipped: dict[str, str]) -> dict[str, str]:
@@ -158,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"record: --planned is not JSON ({error}): pass IMAGE_RECORD as planned") from None
     data = build_record(planned, locks=Path(args.locks) if args.locks else None,
                         base_packages=Path(args.base_packages), user=args.user)
-    record = from_dict(data)  # every field the tools read is there before anything is written
+    # Every field the tools read is there before anything is written. The host that planned it is this
+    # very checkout, so its keys are not judged here: readers refuse what they do not know.
+    record = _typed(data)
     Path(args.path).parent.mkdir(parents=True, exist_ok=True)
     Path(args.path).write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
     compilers = ", ".join(f"{t.version}: {t.host_compiler}" for t in record.toolkits)
