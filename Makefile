@@ -7,13 +7,15 @@ VENV ?= .venv
 DOCKER ?=
 PUDEV := $(VENV)/bin/pudev
 PYTEST := $(VENV)/bin/python -m pytest
+# Where `make docs` writes the site (git-ignored).
+DOCS_OUT ?= site
 
 ifneq ($(strip $(DOCKER)),)
 export PUDEV_DOCKER := $(DOCKER)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help venv host-setup build-all build-local check test test-local lint unit e2e lock standins bench-build bench-ext dist-stress clean
+.PHONY: help venv host-setup build-all build-local check test test-local lint unit e2e lock standins bench-build bench-ext dist-stress docs docs-serve clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -79,6 +81,12 @@ bench-ext: venv host-setup standins ## compile a real CUDA extension in each pro
 
 dist-stress: venv ## run `pudev dist` (2 gloo ranks) RUNS times (30) per built profile under --cpus 1 (benchmarks/dist-stress.json)
 	sh scripts/dist-stress.sh $(if $(RUNS),-n $(RUNS)) $(OUT)
+
+docs: venv ## build the docs site strictly (a broken link or anchor fails) into $(DOCS_OUT)
+	$(VENV)/bin/python -m mkdocs build --strict --site-dir $(DOCS_OUT)
+
+docs-serve: venv ## serve the docs site on 127.0.0.1:8000, rebuilt on every edit
+	$(VENV)/bin/python -m mkdocs serve --strict
 
 clean: ## remove the virtual environment and the locally built images (keeps stand-ins)
 	-$(PUDEV) clean 2>/dev/null

@@ -1,4 +1,4 @@
-"""The compile workshop from outside (README "Extensions"): the compile jobs follow the limits
+"""The compile workshop from outside (docs/using/extensions.md): the compile jobs follow the limits
 `docker run --memory/--cpus` really sets (cgroup v1 on this host; tests/unit covers v2), a
 compiler the kernel's OOM killer stops gets one line naming the limit, and the compiler cache
 lives on in a named volume that any user id can write."""

@@ -113,13 +113,13 @@ def test_docker_stop_ends_within_the_grace_period(local_image: LocalImage) -> No
 
 
 def _hardened_options() -> list[str]:
-    """The hardened `docker run` options exactly as the README documents them (ports and mounts aside)."""
+    """The hardened `docker run` options exactly as the docs show them (ports and mounts aside)."""
     import shlex
 
     from pudev.paths import REPO_ROOT
 
-    readme = (REPO_ROOT / "README.md").read_text()
-    block = readme.split("<!-- hardened-run:start -->")[1].split("<!-- hardened-run:end -->")[0]
+    page = (REPO_ROOT / "docs" / "using" / "jupyterlab.md").read_text()
+    block = page.split("<!-- hardened-run:start -->")[1].split("<!-- hardened-run:end -->")[0]
     command = block.split("```sh")[1].split("```")[0].replace("\\\n", " ")
     words = shlex.split(command)
     assert words[:2] == ["docker", "run"]

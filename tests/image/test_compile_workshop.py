@@ -1,4 +1,4 @@
-"""The compile workshop (README "Extensions"): extensions compile through the compiler cache by
+"""The compile workshop (docs/using/extensions.md): extensions compile through the compiler cache by
 every route (setup.py, torch's JIT load(), nvcc as CMake's launcher), never share entries across
 toolkits, run as many jobs as the container's cgroup allows, and go into a wheelhouse that pip
 finds by default and that refuses a wheel built for another torch."""

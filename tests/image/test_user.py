@@ -41,7 +41,7 @@ def test_tini_is_pid_1() -> None:
 def test_default_user_cannot_write_outside_home_workspace_and_tmp(record: ImageRecord) -> None:
     """Everything this user can write, on the image's own filesystem, is under its home,
     /workspace, a sticky world-writable temporary folder, or the compiler cache and the
-    wheelhouse (volume mount points any uid must write; README "Extensions")."""
+    wheelhouse (volume mount points any uid must write; docs/using/extensions.md)."""
     import os
     import subprocess
 

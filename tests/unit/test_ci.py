@@ -16,6 +16,7 @@ from ruamel.yaml import YAML
 
 from pudev.building.cimatrix import RUNNERS, matrix_json, publish_json
 from pudev.config.loader import load_matrix
+from pudev.config.profiles import profile_names
 from pudev.paths import REPO_ROOT, VARIANTS_FILE
 
 WORKFLOWS = sorted((REPO_ROOT / ".github/workflows").glob("*.yml"))
@@ -385,12 +386,24 @@ def test_the_candidate_token_is_checked_first_and_its_creation_explained(tmp_pat
     assert _run_step(check["run"], tmp_path, {"TOKEN": "ghp_x"}).returncode == 0
 
 
-def test_the_header_says_what_the_candidate_token_can_write() -> None:
+def _header_words() -> str:
     header = "\n".join(line for line in IMAGES.read_text().splitlines() if line.startswith("#"))
-    header = " ".join(header.replace("#", " ").split())
-    assert "limited to the -candidates package" not in header
-    assert "classic personal access token with write:packages" in header
-    assert "can write every package its owner can write, not only the -candidates one" in header
+    return " ".join(header.replace("#", " ").split())
+
+
+def test_the_header_names_every_secret_variable_and_runner_the_workflow_uses() -> None:
+    """What a fork must set up, read from the workflow itself: each secret and repository variable it
+    reads, each runner its matrix picks, and the profile its first run builds, is explained up top."""
+    text, header = IMAGES.read_text(), _header_words()
+    secrets = set(re.findall(r"secrets\.([A-Z0-9_]+)", text)) - {"GITHUB_TOKEN"}  # GitHub's own, not a fork's
+    variables = set(re.findall(r"vars\.([A-Z0-9_]+)", text))
+    assert secrets and variables
+    for name in sorted(secrets | variables):
+        assert name in header, f"{IMAGES.name} reads {name}, which its header never explains"
+    for platform, runner in RUNNERS.items():
+        assert runner in header and platform in header, (platform, runner)
+    profile = re.search(r"--profile ([\w-]+)", _first_run_args())
+    assert profile and f"--profile {profile.group(1)}" in header and profile.group(1) in profile_names()
 
 
 def _first_run_args() -> str:
@@ -448,12 +461,17 @@ def test_the_first_run_builds_one_small_image_under_its_own_name(capsys: pytest.
     assert variant.required_tests == ("cpu",)  # promotable without a GPU runner
 
 
-def test_the_readme_names_the_first_run_as_the_first_thing_after_forking() -> None:
-    readme = (REPO_ROOT / "README.md").read_text()
-    section = readme.split("### After forking", 1)[1].split("\n#", 1)[0]
-    first_step = section.split("\n1. ", 1)[1].split("\n2. ", 1)[0]
-    assert "CANDIDATE_REGISTRY_TOKEN" in first_step or "first-run" in first_step
-    assert "first-run" in section.split("\n3. ", 1)[0]
+def test_the_docs_first_run_steps_name_what_the_workflow_reads() -> None:
+    """After forking, the README leads to the first run, whose steps name the secret the build job checks
+    and the workflow's first-run input: a renamed secret or input fails here, not a fork's first run."""
+    assert "docs/publishing/forking.md" in (REPO_ROOT / "README.md").read_text()
+    steps = re.split(r"^\d+\. ", (REPO_ROOT / "docs/publishing/forking.md").read_text(), flags=re.MULTILINE)[1:]
+    secret = re.search(r"`([A-Z_]+)`", steps[0])
+    assert secret and f"${{{{ secrets.{secret.group(1)} }}}}" in IMAGES.read_text(), steps[0]
+    workflow = _workflow(IMAGES)
+    triggers: dict[str, Any] = workflow.get("on") or workflow[True]  # a YAML 1.1 reader makes `on` true
+    dispatch = triggers["workflow_dispatch"]["inputs"]
+    assert "first-run" in dispatch and "first-run" in steps[1], steps[1]
 
 
 def _pudev_lines(job: str) -> list[str]:
@@ -649,11 +667,3 @@ def test_a_private_forks_first_run_is_amd64_only_too(tmp_path: Path) -> None:
     assert _platforms(outputs) == ({"linux/amd64"},) * 2
     (entry,) = json.loads(outputs["variants"])["include"]
     assert entry["image"].endswith("pytorch-universal-dev-first-run")
-
-
-def test_the_header_documents_the_fork_fallback() -> None:
-    header = "\n".join(line for line in IMAGES.read_text().splitlines() if line.startswith("#"))
-    header = " ".join(header.replace("#", " ").split())
-    for needed in ("ubuntu-24.04-arm", "private fork", "ARM64_RUNNERS", "--set platforms=linux/amd64",
-                   "the published tags carry linux/amd64 only", "skip with a warning"):
-        assert needed in header, needed

@@ -1,4 +1,4 @@
-"""The test-time report (pudev/devtools/testtimes.py) and its committed copy: the README's table is rendered
+"""The test-time report (pudev/devtools/testtimes.py) and its committed copy: the docs' table is rendered
 from benchmarks/test-times.json, and the report says where the suite stands against the proof's budget."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 from pudev.common.generated import block
-from pudev.devtools.testtimes import BUDGET_S, MARKERS, SLOWEST, TestTime, markdown, summarize, with_times
+from pudev.devtools.testtimes import BUDGET_S, MARKERS, PAGE, REPORT, SLOWEST, TestTime, markdown, summarize, with_times
 from pudev.paths import REPO_ROOT
 
-COMMITTED = REPO_ROOT / "benchmarks" / "test-times.json"
+COMMITTED = REPO_ROOT / REPORT
 MACHINE = {"cpus": 2, "memory_gib": 23.5, "cpu_model": "x", "kernel": "6", "python": "3.11"}
 
 
@@ -41,19 +41,19 @@ def test_the_table_states_the_budget_and_groups_the_small_files() -> None:
 
 
 def test_the_committed_report_is_a_full_run_inside_the_budget() -> None:
-    """A full run's report (its outcomes are in it, and in the README's line, for a reader to judge)."""
+    """A full run's report (its outcomes are in it, and in the docs' line, for a reader to judge)."""
     report = json.loads(COMMITTED.read_text())
     assert sum(report["outcomes"].values()) == report["tests"] > 400 and len(report["slowest"]) == SLOWEST
     assert {row["file"].split("/")[1] for row in report["files"]} >= {"lint", "unit", "e2e"}
     assert report["total_s"] <= report["budget_s"], "the committed run is over the proof's budget"
 
 
-def test_the_readme_table_is_rendered_from_the_committed_report() -> None:
-    readme = (REPO_ROOT / "README.md").read_text()
-    current = block(readme, MARKERS)
-    assert current is not None, "README.md lost its <!-- test-times:start/end --> markers"
+def test_the_docs_table_is_rendered_from_the_committed_report() -> None:
+    page = (REPO_ROOT / PAGE).read_text()
+    current = block(page, MARKERS)
+    assert current is not None, f"{PAGE} lost its <!-- test-times:start/end --> markers"
     report = json.loads(COMMITTED.read_text())
-    assert current == markdown(report), ("README's test-time table is stale: copy a warm `make test`'s "
+    assert current == markdown(report), (f"{PAGE}'s test-time table is stale: copy a warm `make test`'s "
                                          "reports/test-times.json to benchmarks/, then re-render it "
-                                         "(python -m pudev.devtools.testtimes)")
-    assert with_times(readme, report) == readme
+                                         "(python -m pudev.devtools.docs_tables)")
+    assert with_times(page, report) == page

@@ -1,5 +1,5 @@
 """The matrix as people read it: `pudev variants` in a terminal, and
-`pudev variants --markdown` for the README (a test keeps the README's copy current)."""
+`pudev variants --markdown` for the README and docs/using/variants.md (a test keeps both copies current)."""
 
 from __future__ import annotations
 
@@ -55,5 +55,6 @@ MARKERS = ("<!-- variants:start -->\n", "\n<!-- variants:end -->")
 
 
 def with_table(readme: str, matrix: Matrix) -> str:
-    """The README text with its generated variant table replaced (unchanged without the markers)."""
+    """A page's text (the README, a docs page) with its generated variant table replaced (unchanged without
+    the markers)."""
     return replace_block(readme, MARKERS, variants_markdown(matrix))

@@ -1,7 +1,8 @@
 """Where the full test run spends its time, as data: each test's duration (setup, call and teardown
 together), summed per file, the slowest tests, and the run's wall time against the proof's budget.
 tests/conftest.py writes it after every run given `--times-report PATH` (`make test` does); a warm
-run's report is committed as benchmarks/test-times.json, and the README's table is rendered from it."""
+run's report is committed as benchmarks/test-times.json, and the table in docs/maintaining/proof-costs.md
+is rendered from it (pudev/devtools/docs_tables.py renders it with every other generated table)."""
 
 from __future__ import annotations
 
@@ -86,18 +87,23 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def with_times(readme: str, report: dict[str, Any]) -> str:
+def with_times(text: str, report: dict[str, Any]) -> str:
     """The text with its generated test-time table replaced (unchanged without the markers)."""
-    return replace_block(readme, MARKERS, markdown(report))
+    return replace_block(text, MARKERS, markdown(report))
 
 
-def refresh_readme(report_file: str = "benchmarks/test-times.json", readme_file: str = "README.md") -> None:
-    """`python -m pudev.devtools.testtimes`: render the README's table from the committed report."""
+# The docs page that holds the table, and the committed report it is rendered from.
+PAGE = "docs/maintaining/proof-costs.md"
+REPORT = "benchmarks/test-times.json"
+
+
+def refresh_docs(report_file: str = REPORT, page_file: str = PAGE) -> None:
+    """`python -m pudev.devtools.testtimes`: render the docs' table from the committed report."""
     from pudev.paths import REPO_ROOT
 
-    readme = REPO_ROOT / readme_file
-    readme.write_text(with_times(readme.read_text(), json.loads((REPO_ROOT / report_file).read_text())))
+    page = REPO_ROOT / page_file
+    page.write_text(with_times(page.read_text(), json.loads((REPO_ROOT / report_file).read_text())))
 
 
 if __name__ == "__main__":
-    refresh_readme()
+    refresh_docs()

@@ -74,7 +74,7 @@ def _own_fallback(uid: int, parent: str) -> str:
 def _keep(current: str, uid: int) -> bool:
     if usable(current):
         return True
-    # The uid's own home on a read-only root filesystem is deliberate (the README's hardened run
+    # The uid's own home on a read-only root filesystem is deliberate (docs/using/jupyterlab.md, a hardened run
     # mounts tmpfs folders under it): moving HOME away would bypass those mounts.
     entry = _passwd(uid) if current not in ("", "/") else None
     return entry is not None and current == entry.pw_dir and os.path.isdir(current)

@@ -247,7 +247,7 @@ CACHE_FIX = "mount a volume any user can write there: docker run -v pudev-ccache
 
 
 def _compile_checks(compile: CompileFacts) -> list[Check]:
-    """The compiler cache and the compile jobs that fit this container (README "Extensions")."""
+    """The compiler cache and the compile jobs that fit this container (docs/using/extensions.md)."""
     if not compile.ccache_version:
         cache = Check("compiler cache", "warn", "ccache is missing: every extension build compiles from scratch",
                       "use an image built by pudev (it ships /usr/local/bin/ccache)")

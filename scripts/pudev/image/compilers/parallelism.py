@@ -3,7 +3,7 @@ it to ninja) and CMAKE_BUILD_PARALLEL_LEVEL, derived from the CPUs and the memor
 cgroup allows, when the user has not set them. Without it ninja runs CPUs + 2 jobs whatever the
 memory limit, and a `docker run --memory` build is killed by the OOM killer.
 
-The per-job figure is measured (PUDEV_COMPILE_LOG, README "Extensions"), on torch-harmonics 0.8.1
+The per-job figure is measured (PUDEV_COMPILE_LOG, docs/using/extensions.md), on torch-harmonics 0.8.1
 for sm_80: one g++ translation unit with torch's headers peaked at 1.38-1.57 GiB on the torch 2.4.1
 stand-in and 1.63-1.87 GiB on 2.15.0, one nvcc device compilation at 2.41-2.88 GiB with nvcc 12.4
 and 2.74-3.33 GiB with nvcc 13.2. ninja mixes both kinds, so a job is budgeted at the larger, with

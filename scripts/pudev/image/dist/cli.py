@@ -1,4 +1,4 @@
-"""`pudev dist`: the distributed check users run on one node or many (README: Clusters)."""
+"""`pudev dist`: the distributed check users run on one node or many (docs/clusters/dist.md)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,133 @@
+"""The docs are a gate like the code: the MkDocs site builds in strict mode (a broken link, anchor or nav
+entry fails), the README's links into docs/ resolve, and the commands the docs show exist."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from markdown import Markdown  # type: ignore[import-untyped]  # ships no type information
+
+from pudev.paths import REPO_ROOT
+
+README = REPO_ROOT / "README.md"
+DOCS = REPO_ROOT / "docs"
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def _mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config),
+                           "--site-dir", str(site)], cwd=config.parent, capture_output=True, text=True,
+                          check=False, timeout=120)
+
+
+def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
+    result = _mkdocs_build(REPO_ROOT / "mkdocs.yml", tmp_path / "site")
+    assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stdout}\n{result.stderr}"
+
+
+@pytest.mark.parametrize(("link", "complaint"), [("using/shell.md#no-such-heading", "no-such-heading"),
+                                                 ("using/no-such-page.md", "no-such-page.md")])
+def test_a_broken_link_or_anchor_fails_the_strict_build(tmp_path: Path, link: str, complaint: str) -> None:
+    """Keeps the gate honest: the same build on a copy with one link broken must fail and say which."""
+    shutil.copy(REPO_ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    shutil.copytree(DOCS, tmp_path / "docs")
+    index = tmp_path / "docs" / "index.md"
+    index.write_text(index.read_text() + f"\n[broken]({link})\n")
+    result = _mkdocs_build(tmp_path / "mkdocs.yml", tmp_path / "site")
+    assert result.returncode != 0 and complaint in result.stderr + result.stdout, result.stderr
+
+
+def _heading_ids(page: Path) -> set[str]:
+    """The anchors MkDocs gives the page's headings: Python-Markdown's toc, which MkDocs uses."""
+    renderer = Markdown(extensions=["toc"])
+    renderer.convert(page.read_text())
+
+    def walk(tokens: list[dict[str, object]]) -> set[str]:
+        found: set[str] = set()
+        for token in tokens:
+            found.add(str(token["id"]))
+            children = token["children"]
+            assert isinstance(children, list)
+            found |= walk(children)
+        return found
+
+    return walk(renderer.toc_tokens)
+
+
+def _github_slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, each space a hyphen (none collapsed)."""
+    text = re.sub(r"[^\w\- ]", "", heading.replace("`", "").strip().lower())
+    return text.replace(" ", "-")
+
+
+def _relative_links(text: str) -> list[str]:
+    return [link for link in LINK.findall(text) if not re.match(r"[a-z]+:", link)]
+
+
+def test_every_readme_link_resolves() -> None:
+    """README.md sits outside MkDocs' docs_dir, so its links are checked here: the file exists, and an
+    anchor names a heading of that file, under MkDocs' rules and GitHub's alike (both render it)."""
+    links = _relative_links(README.read_text())
+    assert any(link.startswith("docs/") for link in links), "README.md no longer links into docs/"
+    broken = []
+    for link in links:
+        path, _, anchor = link.partition("#")
+        target = (README.parent / path) if path else README
+        if not target.exists():
+            broken.append(f"{link}: no such file")
+        elif anchor and target.suffix == ".md":
+            headings = [line.lstrip("#").strip() for line in target.read_text().splitlines()
+                        if re.match(r"#{1,6} ", line)]
+            if anchor not in _heading_ids(target):
+                broken.append(f"{link}: {target.name} has no heading with the anchor #{anchor}")
+            elif anchor not in {_github_slug(heading) for heading in headings}:
+                broken.append(f"{link}: GitHub's anchor for that heading differs; reword it")
+    assert not broken, "broken links in README.md:\n" + "\n".join(broken)
+
+
+def _documents() -> list[Path]:
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def _code(text: str) -> str:
+    """What the page shows as code: fenced blocks and inline spans."""
+    return "\n".join([*FENCE.findall(text), *CODE_SPAN.findall(FENCE.sub("", text))])
+
+
+def _make_targets() -> list[str]:
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    return re.findall(r"^([a-z][\w%-]*):", makefile, re.MULTILINE)
+
+
+def test_every_make_target_the_docs_show_exists() -> None:
+    patterns = [re.compile(re.escape(target).replace("%", ".+") + "$") for target in _make_targets()]
+    shown = {name for document in _documents()
+             for name in re.findall(r"(?<![\w-])make ([a-z][\w-]*)", _code(document.read_text()))}
+    assert shown, "the docs show no make command"
+    missing = sorted(name for name in shown if not any(pattern.match(name) for pattern in patterns))
+    assert not missing, f"the docs show make targets the Makefile lacks: {missing}"
+
+
+def _subcommands(*command: str) -> set[str]:
+    """The subcommands a `pudev` entry point lists in its --help."""
+    result = subprocess.run([sys.executable, *command, "--help"], capture_output=True, text=True, check=True,
+                            cwd=REPO_ROOT, timeout=60)
+    return set(re.findall(r"^ {4}([a-z][\w-]*)(?:\s|$)", result.stdout, re.MULTILINE))
+
+
+def test_every_pudev_command_the_docs_show_exists() -> None:
+    """On the host (`pudev.cli`) or inside the image (`pudev.image.cli`): a renamed command fails here."""
+    known = _subcommands("-m", "pudev.cli") | _subcommands("-c", "from pudev.image.cli import main; main()")
+    assert {"build", "test", "verify", "selftest"} <= known
+    shown = {name for document in _documents()
+             for name in re.findall(r"(?<![\w./-])(?:\.venv/bin/)?pudev ([a-z][\w-]*)", _code(document.read_text()))}
+    assert shown, "the docs show no pudev command"
+    missing = sorted(shown - known)
+    assert not missing, f"the docs show pudev commands that neither CLI has: {missing}"

@@ -1,0 +1,67 @@
+"""The docs' generated tables (pudev/devtools/docs_tables.py): each marked block in README.md and docs/ is
+what its generator renders from the matrix, benchmarks/ or the layout rules, and the refresh touches only
+the blocks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pudev.common.generated import block
+from pudev.devtools.docs_tables import (
+    GENERATORS,
+    HAND_WRITTEN,
+    REFRESH,
+    block_names,
+    documents,
+    layering_markdown,
+    markers,
+    refresh,
+    rendered,
+)
+from pudev.paths import REPO_ROOT
+
+
+def test_every_generated_block_is_current() -> None:
+    cache: dict[str, str] = {}
+    stale = []
+    for path in documents():
+        text = path.read_text()
+        fresh = rendered(text, cache)
+        stale += [f"{path.relative_to(REPO_ROOT)}: {name}" for name in block_names(text)
+                  if block(text, markers(name)) != block(fresh, markers(name))]
+    assert not stale, f"stale generated tables ({', '.join(stale)}): run `{REFRESH}` and commit the result"
+
+
+def test_every_marker_names_a_generator_and_every_generator_is_used() -> None:
+    used = {name for path in documents() for name in block_names(path.read_text())}
+    orphans = used - HAND_WRITTEN - set(GENERATORS)
+    assert not orphans, f"markers without a generator: {orphans}"
+    assert set(GENERATORS) <= used, f"generators no document uses: {set(GENERATORS) - used}"
+
+
+def test_the_variant_table_is_in_the_readme_and_the_docs() -> None:
+    for page in ("README.md", "docs/using/variants.md"):
+        assert "variants" in block_names((REPO_ROOT / page).read_text()), f"{page} lost its variant table"
+
+
+def test_the_refresh_replaces_only_the_blocks(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    start, end = markers("variants")
+    page.write_text(f"intro\n{start}| old |{end}\nrest\n")
+    assert refresh([page]) == [page]
+    text = page.read_text()
+    assert text == f"intro\n{start}{GENERATORS['variants']()}{end}\nrest\n"
+    assert refresh([page]) == []  # current now: nothing to write
+
+
+def test_the_layering_table_follows_the_rules() -> None:
+    folders = ("cli", "engine", "image", "common")
+    forbidden = {"cli": ("pudev.image",), "engine": ("pudev.cli", "pudev.image"),
+                 "image": ("pudev.cli", "pudev.engine", "pudev.paths"),
+                 "common": ("pudev.cli", "pudev.engine", "pudev.image", "pudev.paths")}
+    assert layering_markdown(folders, forbidden).splitlines()[2:] == [
+        "| `cli/` | all but `image/` | none |",
+        "| `engine/` | `common/` | `cli/` |",
+        "| `image/` | `common/`; not `pudev.paths` | none |",
+        "| `common/` | none; not `pudev.paths` | `cli/`, `engine/`, `image/` |",
+    ]
