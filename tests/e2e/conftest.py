@@ -21,6 +21,7 @@ from typing import Any
 
 import kept_between_runs
 import pytest
+from browser_session import missing_browser_tools
 from container_logs import LogWatch
 from e2e_support import LocalImage, Profiles, SuiteRun, run_pudev
 from podman_engine import RootlessPodman
@@ -80,6 +81,14 @@ def kept_registry(tmp_path_factory: pytest.TempPathFactory, swept_storage: Path)
 @pytest.fixture(scope="session")
 def standins(docker_engine: str) -> None:
     run_pudev("standins", timeout=3600, check=True)
+
+
+@pytest.fixture(scope="session")
+def browser_tools() -> None:
+    """Debian's chromium and chromium-driver, which the browser tests drive (browser_session.py)."""
+    missing = missing_browser_tools()
+    if missing:
+        _skip_or_fail(f"{' and '.join(missing)} not installed: sh scripts/host-setup.sh tools")
 
 
 @pytest.fixture(scope="session")

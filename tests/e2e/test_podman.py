@@ -26,7 +26,7 @@ from podman_engine import RUN_OPTIONS, RootlessPodman
 from pudev.devtools.standins import load_standins
 from pudev.engine import layers
 from pudev.paths import REPO_ROOT
-from pudev.testing.testrun import REPORT_MOUNT, SuiteOutcome, container_options, tally
+from pudev.testing.suite_run import REPORT_MOUNT, SuiteOutcome, container_options, tally
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 

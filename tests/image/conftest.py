@@ -17,7 +17,7 @@ import pytest
 
 from pudev.image.record import ImageRecord, load
 
-HALF_PROPERTY = "pudev.half"  # read by pudev.testing.testrun.tally
+HALF_PROPERTY = "pudev.half"  # read by pudev.testing.suite_run.tally
 NO_GPU_REASON = (
     "no GPU visible in the container: run it with `--gpus all` on a host with an NVIDIA driver "
     "and the NVIDIA container toolkit"

@@ -34,7 +34,7 @@ FORBIDDEN = {
     "registry": _all_but("registry", "common"),
     # The in-image suite in a throwaway container: what ran is read from the image alone.
     "testing": _all_but("testing", "engine", "common"),
-    # A built image released by digest: its variant comes from cli/, never from the variant file.
+    # A built image released by digest: what it is comes from its own labels, never from the variant file.
     "release": _all_but("release", "building", "engine", "registry", "testing", "common"),
     # What a built image holds, read from the image itself; an SBOM is attached through release/.
     "reports": _all_but("reports", "building", "engine", "registry", "release", "common"),

@@ -187,7 +187,7 @@ def _labels_written_out(variant: Variant, source: SourceInfo) -> dict[str, str]:
         f"{PUDEV}.python": variant.python, f"{PUDEV}.image": variant.image, f"{PUDEV}.mirror": variant.mirror,
         f"{PUDEV}.toolkits": toolkits, f"{PUDEV}.default-toolkit": variant.default_toolkit,
         f"{PUDEV}.required-tests": ",".join(variant.required_tests),
-        f"{PUDEV}.latest": "true" if variant.latest else "false",
+        f"{PUDEV}.latest": "true" if variant.latest else "false", f"{PUDEV}.platforms": ",".join(variant.platforms),
     }
     return {**labels, f"{OCI}.source": source.url} if source.url else labels
 

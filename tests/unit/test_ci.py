@@ -362,7 +362,8 @@ def test_ci_builds_from_the_upstream_indexes_not_the_china_mirrors() -> None:
     _, step = _step("build", "pudev build")
     variant = load_matrix(VARIANTS_FILE).default_variant
     argv = _pudev_argv(step["run"], "build", {"${{ matrix.variant }}": variant, "$FIRST_RUN_ARGS": "",
-                                              "$PLATFORM_ARGS": "", "${{ matrix.platform }}": "linux/arm64"})
+                                              "$PLATFORM_ARGS": "", "$REQUIRED_TESTS_ARGS": "",
+                                              "${{ matrix.platform }}": "linux/arm64"})
     request = request_from(build_parser(HANDLERS, "pudev").parse_args(argv), [])
     assert [(o.key, o.value) for o in request.selection.overrides] == [("build_mirror", "none")]
     assert request.build.no_ca_bundle
@@ -417,9 +418,8 @@ def test_the_first_run_is_a_dispatch_input_that_takes_every_job_with_it() -> Non
     first_run = _triggers()["workflow_dispatch"]["inputs"]["first-run"]
     assert first_run["type"] == "boolean" and first_run["default"] is False
     # Every pudev command that picks a variant gets the first run's arguments (empty otherwise);
-    # tests by digest need none: the candidate reference says what it is.
-    for job, command in (("matrix", "matrix"), ("build", "build"), ("build", "push"), ("build", "manifest"),
-                         ("publish", "promote")):
+    # tests and promotion by digest need none: the candidate says what it is.
+    for job, command in (("matrix", "matrix"), ("build", "build"), ("build", "push"), ("build", "manifest")):
         _, step = _step(job, f"pudev {command} ")
         line = next(line for line in step["run"].splitlines() if f"pudev {command} " in line)
         assert "$FIRST_RUN_ARGS" in line, f"{job}: pudev {command}"
@@ -560,20 +560,21 @@ def test_publish_promotes_every_platforms_candidate_in_one_call(tmp_path: Path) 
     assert found["arm64-digest"] == "sha256:" + "b" * 64
     _, promote = _step("publish", "pudev promote")
     assert promote["id"] == "promote" and promote["env"]["CANDIDATES"] == "${{ steps.candidate.outputs.refs }}"
+    # Without a GPU runner the build writes the CPU half into the image's label, which promote reads.
     required = "${{ vars.GPU_RUNNER_LABEL == '' && '--set required_tests=cpu' || '' }}"
-    assert promote["env"]["REQUIRED_TESTS_ARGS"] == required
+    assert _jobs()["build"]["env"]["REQUIRED_TESTS_ARGS"] == required
+    _, build = _step("build", "pudev build")
+    assert "$REQUIRED_TESTS_ARGS" in build["run"]
     result = _run_step(promote["run"], tmp_path, {**env, "CANDIDATES": found["refs"],
-                                                  "PLATFORM_ARGS": "--set platforms=linux/amd64",
-                                                  "REQUIRED_TESTS_ARGS": "--set required_tests=cpu"})
+                                                  "PLATFORM_ARGS": "--set platforms=linux/amd64"})
     assert result.returncode == 0, result.stderr
-    # One call with both digests: the index holds exactly the candidates that were tested.
-    assert log.read_text().splitlines() == [f"promote {CANDIDATES['amd64']} {CANDIDATES['arm64']} "
-                                            "--set platforms=linux/amd64 --set required_tests=cpu"]
+    # One call with both digests and nothing else: the index holds exactly the candidates that were tested,
+    # and they alone say what promoting them takes.
+    assert log.read_text().splitlines() == [f"promote {CANDIDATES['amd64']} {CANDIDATES['arm64']}"]
     assert _outputs(tmp_path) == {"release": f"ghcr.io/my-org/pytorch-universal-dev@{index}", "digest": index}
     # A pudev that prints no released digest fails the step instead of signing nothing.
     _stub_pudev(tmp_path, "echo 'something else'")
-    assert _run_step(promote["run"], tmp_path, {**env, "CANDIDATES": found["refs"],
-                                                "REQUIRED_TESTS_ARGS": ""}).returncode != 0
+    assert _run_step(promote["run"], tmp_path, {**env, "CANDIDATES": found["refs"]}).returncode != 0
     # A platform whose candidate is missing stops the job before promotion, naming it.
     (tmp_path / "candidate" / "cu132-arm64.txt").unlink()
     missing = _run_step(candidate["run"], tmp_path, env)

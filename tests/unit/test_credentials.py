@@ -102,16 +102,38 @@ def test_a_missing_helper_names_the_config_and_the_fix(config_dir: Path) -> None
         resolve("ghcr.io")
 
 
-def test_a_broken_helper_is_one_line(config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _failing_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     program = bin_dir / "docker-credential-broken"
-    program.write_text("#!/bin/sh\necho 'keychain locked' >&2\nexit 3\n")
+    program.write_text(f"#!/bin/sh\n{script}\n")
     program.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+
+
+def test_a_broken_helper_is_one_line(config_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _failing_helper(tmp_path, monkeypatch, "echo 'keychain locked' >&2\nexit 3")
     write_config(config_dir, {"credHelpers": {"ghcr.io": "broken"}})
-    with pytest.raises(PudevError, match=r"docker-credential-broken get failed for ghcr.io .*: keychain locked"):
+    with pytest.raises(PudevError) as caught:
         resolve("ghcr.io")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "docker-credential-broken get failed for registry ghcr.io with exit status 3" in message
+    assert "credHelpers" in message and "docker login ghcr.io" in message
+    assert "keychain locked" not in message  # nothing the helper printed
+
+
+@pytest.mark.parametrize("stream", ["", ">&2"])
+def test_what_a_failing_helper_prints_never_reaches_the_message(config_dir: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch, stream: str) -> None:
+    """A helper may print the secret it guards when it fails; pudev names the helper, registry and status only."""
+    _failing_helper(tmp_path, monkeypatch, f"echo 'Secret: hunter2' {stream}\nexit 1")
+    write_config(config_dir, {"credsStore": "broken"})
+    with pytest.raises(PudevError) as caught:
+        resolve("ghcr.io")
+    message = str(caught.value)
+    assert "hunter2" not in message and "Secret" not in message and "\n" not in message
+    assert "docker-credential-broken get failed for registry ghcr.io with exit status 1" in message
 
 
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]", "\udcff"])

@@ -6,92 +6,29 @@ has two, or the children's facts give different tags."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 
 import pytest
-import requests
+from memory_registry import RELEASE, MemoryRegistry, digest_of
 
 from pudev.common.errors import PudevError
-from pudev.registry.client import RegistryClient
-from pudev.release import candidate_tests
-from pudev.release.candidate_tests import platform_child
+from pudev.common.halves import SUITE_HALVES
+from pudev.release import candidate_testing
+from pudev.release.candidate_testing import platform_child
 from pudev.release.platform_index import OCI_INDEX, promote_index
-from pudev.release.targets import DigestRef, Target
-from pudev.release.testresults import SuiteResult
+from pudev.release.targets import DigestRef
+from pudev.testing.recorded_results import SuiteResult
 
 AMD64, ARM64 = "linux/amd64", "linux/arm64"
 PLATFORMS = (AMD64, ARM64)
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-RELEASE = Target("registry.example", "org/dev-image")
 CANDIDATES = RELEASE.candidates
 VARIANT = "cu130"
 FACTS = {"torch": "3.1.0", "cuda": "13.0", "python": "3.12", "revision": "abcdef0123456789" * 2 + "abcdef01",
          "created": "2026-03-04T05:06:07Z"}
 # What compute_tags gives FACTS, written out: the test does not ask the code under test.
 TAGS = ["3.1.0-cu130-py3.12", "cu130", "cu130-20260304", "cu130-abcdef0"]
-
-
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-class MemoryRegistry(RegistryClient):
-    """The calls promote makes, answered from dictionaries: manifests by (repository, digest), tags by
-    (repository, tag), blobs by (repository, digest). Every write is listed in `writes`."""
-
-    def __init__(self) -> None:
-        super().__init__("registry.example", retries=0)
-        self.manifests: dict[tuple[str, str], tuple[bytes, str]] = {}
-        self.tags: dict[tuple[str, str], str] = {}
-        self.blobs: dict[tuple[str, str], bytes] = {}
-        self.writes: list[tuple[str, str, str]] = []  # (what, repository, reference)
-
-    def digest(self, repository: str, reference: str, *, push_scope: bool = False) -> str | None:
-        if reference.startswith("sha256:"):
-            return reference if (repository, reference) in self.manifests else None
-        return self.tags.get((repository, reference))
-
-    def manifest(self, repository: str, reference: str) -> tuple[bytes, str]:
-        found = self.digest(repository, reference)
-        if found is None:
-            raise PudevError(f"{self.host}/{repository}@{reference}: registry answered 404")
-        return self.manifests[(repository, found)]
-
-    def put_manifest(self, repository: str, reference: str, body: bytes, media_type: str) -> requests.Response:
-        digest = _digest(body)
-        if reference.startswith("sha256:"):
-            assert reference == digest, "a manifest stored by digest must hash to it"
-        else:
-            self.tags[(repository, reference)] = digest
-        self.manifests[(repository, digest)] = (body, media_type)
-        self.writes.append(("manifest", repository, reference))
-        answer = requests.Response()
-        answer.status_code = 201
-        answer.headers["Docker-Content-Digest"] = digest
-        return answer
-
-    def blob_exists(self, repository: str, digest: str) -> bool:
-        return (repository, digest) in self.blobs
-
-    def get_blob(self, repository: str, digest: str) -> bytes:
-        return self.blobs[(repository, digest)]
-
-    def mount_blob(self, repository: str, digest: str, source: str) -> bool:
-        if (source, digest) not in self.blobs:
-            return False
-        self.blobs[(repository, digest)] = self.blobs[(source, digest)]
-        self.writes.append(("blob", repository, digest))
-        return True
-
-    def put_blob(self, repository: str, data: bytes) -> str:
-        digest = _digest(data)
-        self.blobs[(repository, digest)] = data
-        return digest
-
-    def release_writes(self) -> list[tuple[str, str, str]]:
-        return [write for write in self.writes if write[1] == RELEASE.repository]
 
 
 @dataclass
@@ -115,11 +52,11 @@ def push(registry: MemoryRegistry, platform: str, *, config_variant: str = "", l
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config_digest, "size": 1},
         "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": layer_digest, "size": 1}],
     }).encode()
-    tag = f"{VARIANT}-{_digest(manifest)[7:19]}"
+    tag = f"{VARIANT}-{digest_of(manifest)[7:19]}"
     registry.writes.clear()
     registry.put_manifest(CANDIDATES.repository, tag, manifest, OCI_MANIFEST)
     registry.writes.clear()
-    return Pushed(DigestRef(CANDIDATES, _digest(manifest)), tag, platform)
+    return Pushed(DigestRef(CANDIDATES, digest_of(manifest)), tag, platform)
 
 
 def passed(candidate: Pushed, *halves: str, facts: dict[str, str] | None = None,
@@ -154,13 +91,13 @@ def registry() -> MemoryRegistry:
 def test_both_platforms_passed_gives_one_index_under_every_tag(registry: MemoryRegistry) -> None:
     amd = passed(push(registry, AMD64), "cpu", "gpu")
     arm = passed(push(registry, ARM64), "cpu", "gpu")
-    index_ref, tags = _promote(registry, arm, amd, required=("cpu", "gpu"), is_default=True)  # any order given
+    index_ref, tags = _promote(registry, arm, amd, required=SUITE_HALVES, is_default=True)  # any order given
     assert tags == [*TAGS, "latest"]
     assert index_ref.target == RELEASE
     for tag in tags:
         assert registry.tags[(RELEASE.repository, tag)] == index_ref.digest
     body, media_type = registry.manifests[(RELEASE.repository, index_ref.digest)]
-    assert media_type == OCI_INDEX and _digest(body) == index_ref.digest
+    assert media_type == OCI_INDEX and digest_of(body) == index_ref.digest
     index = json.loads(body)
     assert index["mediaType"] == OCI_INDEX and index["schemaVersion"] == 2
     # Exactly the tested digests, in the variant's platform order, each with its config's platform.
@@ -184,7 +121,7 @@ def test_an_arm64_config_with_variant_v8_is_the_arm64_child(registry: MemoryRegi
     assert index["manifests"][1]["platform"] == {"architecture": "arm64", "os": "linux", "variant": "v8"}
 
 
-@pytest.mark.parametrize("required", [("cpu",), ("cpu", "gpu")])
+@pytest.mark.parametrize("required", [("cpu",), SUITE_HALVES])
 def test_a_failed_child_is_refused_naming_its_platform(registry: MemoryRegistry, required: tuple[str, ...]) -> None:
     amd = passed(push(registry, AMD64), *required)
     arm = passed(push(registry, ARM64), *required)
@@ -196,10 +133,10 @@ def test_a_failed_child_is_refused_naming_its_platform(registry: MemoryRegistry,
 def test_an_untested_child_is_refused_naming_its_platform(registry: MemoryRegistry) -> None:
     amd = passed(push(registry, AMD64), "cpu", "gpu")
     arm = push(registry, ARM64)
-    message = _refused(registry, amd, arm, required=("cpu", "gpu"))
+    message = _refused(registry, amd, arm, required=SUITE_HALVES)
     assert message.startswith(f"the {ARM64} child: ") and "has no cpu test result" in message
     passed(arm, "cpu")
-    message = _refused(registry, amd, arm, required=("cpu", "gpu"))
+    message = _refused(registry, amd, arm, required=SUITE_HALVES)
     assert message.startswith(f"the {ARM64} child: ") and "has no gpu test result" in message
 
 
@@ -265,7 +202,7 @@ def test_an_index_given_as_a_candidate_is_refused(registry: MemoryRegistry) -> N
 
 def test_each_child_is_held_to_the_halves_its_own_platform_requires(registry: MemoryRegistry) -> None:
     """amd64 requires both halves, arm64 (no GPU runner for it) the CPU half: each is checked by its own rule."""
-    required = {AMD64: ("cpu", "gpu"), ARM64: ("cpu",)}
+    required = {AMD64: SUITE_HALVES, ARM64: ("cpu",)}
     amd64, arm64 = passed(push(registry, AMD64), "cpu"), passed(push(registry, ARM64), "cpu")
     with pytest.raises(PudevError, match=f"the {AMD64} child: .* has no gpu test result"):
         promote_index([amd64.ref, arm64.ref], found={c.ref.digest: c.results for c in (amd64, arm64)},
@@ -283,10 +220,10 @@ def test_testing_an_index_picks_the_named_or_this_hosts_platform(registry: Memor
     amd64, arm64 = passed(push(registry, AMD64)), passed(push(registry, ARM64))
     index, _ = _promote(registry, amd64, arm64)
     assert platform_child(registry, index, ARM64) == DigestRef(RELEASE, arm64.ref.digest)
-    monkeypatch.setattr(candidate_tests, "native_platform", lambda: AMD64)
+    monkeypatch.setattr(candidate_testing, "native_platform", lambda: AMD64)
     assert platform_child(registry, index, "") == DigestRef(RELEASE, amd64.ref.digest)
     assert platform_child(registry, amd64.ref, ARM64) == amd64.ref  # a single image is tested as it is
-    monkeypatch.setattr(candidate_tests, "native_platform", lambda: "linux/riscv64")
+    monkeypatch.setattr(candidate_testing, "native_platform", lambda: "linux/riscv64")
     with pytest.raises(PudevError) as caught:
         platform_child(registry, index, "")
     message = str(caught.value)

@@ -9,14 +9,15 @@ from pathlib import Path
 import pytest
 
 from pudev.common.errors import PudevError
+from pudev.common.halves import SUITE_HALVES
 from pudev.release.artifacts import fallback_tag
 from pudev.release.candidates import candidate_tag
 from pudev.release.promote import passing_results
 from pudev.release.targets import DigestRef, Target, is_image_reference, parse_digest_ref, parse_target
-from pudev.release.testresults import SuiteResult
 from pudev.reports.manifest_diff import diff_manifests
 from pudev.reports.sbom import build_sbom, component_versions
-from pudev.testing.testrun import KEPT_CCACHE, KEPT_CCACHE_MOUNT, SuiteOutcome, container_options, scope_counts, tally
+from pudev.testing.recorded_results import SuiteResult
+from pudev.testing.suite_run import KEPT_CCACHE, KEPT_CCACHE_MOUNT, SuiteOutcome, container_options, scope_counts, tally
 
 DIGEST = "sha256:" + "ab" * 32
 CANDIDATE = DigestRef(Target("127.0.0.1:5000", "org/dev-candidates"), DIGEST)
@@ -32,12 +33,12 @@ def test_promotion_needs_a_pass_of_every_required_half() -> None:
     with pytest.raises(PudevError, match="has no cpu test result, so it was never tested"):
         passing_results(CANDIDATE, [], ("cpu",), "cu130")
     with pytest.raises(PudevError, match="has no gpu test result"):
-        passing_results(CANDIDATE, [_result("cpu", True)], ("cpu", "gpu"), "cu130")
+        passing_results(CANDIDATE, [_result("cpu", True)], SUITE_HALVES, "cu130")
     with pytest.raises(PudevError, match="failed its gpu test"):
-        passing_results(CANDIDATE, [_result("cpu", True), _result("gpu", False)], ("cpu", "gpu"), "cu130")
+        passing_results(CANDIDATE, [_result("cpu", True), _result("gpu", False)], SUITE_HALVES, "cu130")
     with pytest.raises(PudevError, match="was tested as variant cu129, not cu130"):
         passing_results(CANDIDATE, [_result("cpu", True, "cu129")], ("cpu",), "cu130")
-    assert passing_results(CANDIDATE, [_result("cpu", True), _result("gpu", True)], ("cpu", "gpu"), "cu130").passed
+    assert passing_results(CANDIDATE, [_result("cpu", True), _result("gpu", True)], SUITE_HALVES, "cu130").passed
 
 
 def test_the_latest_result_of_a_half_counts() -> None:

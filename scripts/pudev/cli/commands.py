@@ -7,13 +7,19 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pudev.building.plan import BuildPlan, local_tag
+from pudev.cli.arguments import output_file
+from pudev.cli.parser import RETIRED_PROMOTE_FLAGS, retired_dest
 from pudev.cli.request import Request
 from pudev.common.errors import PudevError
 from pudev.common.halves import PLATFORM_PROOF
 from pudev.config.model import Variant
 from pudev.config.selection import Selected, resolve
+
+if TYPE_CHECKING:
+    from pudev.testing.suite_run import LocalBuild
 
 
 def _plans(request: Request, variants: Sequence[Variant]) -> list[BuildPlan]:
@@ -65,41 +71,35 @@ def _half(request: Request) -> str:
     return "cpu" if request.options.cpu_only else "gpu" if request.options.gpu_only else "all"
 
 
+def _local_builds(request: Request) -> list[LocalBuild]:
+    """The selected variants' local builds, each with the command that builds it."""
+    from pudev.testing.suite_run import LocalBuild
+
+    return [LocalBuild(local_tag(variant), _build_command(request, variant))
+            for variant in resolve(request.selection).variants]
+
+
 def cmd_test(request: Request) -> int:
     """Local builds by variant (or profile), or pushed candidates by digest."""
-    from pudev.release.candidate_tests import run_candidate_tests
-    from pudev.release.targets import is_image_reference, parse_digest_ref
-    from pudev.testing.testrun import run_image_tests
+    from pudev.release.candidate_testing import run_candidate_tests
+    from pudev.release.targets import is_image_reference
+    from pudev.testing.suite_run import run_local_builds
 
-    options = request.options
-    junit = Path(options.junit) if options.junit else None
-    refs = [name for name in request.selection.names if is_image_reference(name)]
+    options, names = request.options, request.selection.names
+    junit = output_file(options.junit, "--junit", makes_folders=True) if options.junit else None
+    refs = [name for name in names if is_image_reference(name)]
     reuse = bool(options.reuse_local_pass)
     if reuse and (not refs or junit is not None):
         raise PudevError("--reuse-local-pass: only for candidates by digest (REGISTRY/REPO@sha256:...), and without "
                          "--junit (the run it reuses wrote that report)")
+    if refs and len(refs) != len(names):
+        raise PudevError("pudev test takes variant names or image references by digest, not both")
     if refs:
-        if len(refs) != len(request.selection.names):
-            raise PudevError("pudev test takes variant names or image references by digest, not both")
-        for text in refs:
-            code = run_candidate_tests(parse_digest_ref(text, flag="pudev test"), half=_half(request),
-                                       timeout=options.timeout, junit=junit, pytest_args=list(request.pytest_args),
-                                       reuse_local_pass=reuse, platform=request.selection.platform)
-            if code != 0:
-                return code
-        return 0
-    from pudev.engine import docker, images
-
-    variants = resolve(request.selection).variants
-    docker.require_daemon()  # so that a missing image below means "not built", not "no engine"
-    for variant in variants:
-        images.require_image(local_tag(variant), build_hint=_build_command(request, variant))
-    for variant in variants:
-        outcome = run_image_tests(local_tag(variant), timeout=options.timeout, half=_half(request), junit=junit,
-                                  pytest_args=list(request.pytest_args))
-        if outcome.code != 0:
-            return outcome.code
-    return 0
+        return run_candidate_tests(refs, half=_half(request), timeout=options.timeout, junit=junit,
+                                   pytest_args=list(request.pytest_args), reuse_local_pass=reuse,
+                                   platform=request.selection.platform)
+    return run_local_builds(_local_builds(request), half=_half(request), timeout=options.timeout, junit=junit,
+                            pytest_args=list(request.pytest_args))
 
 
 def _tags(selected: Selected) -> list[tuple[str, list[str]]]:
@@ -140,85 +140,52 @@ def cmd_manifest(request: Request) -> int:
 
 
 def cmd_push(request: Request) -> int:
-    from pudev.engine import images
-    from pudev.release.candidates import push_candidate
-    from pudev.release.targets import parse_target
+    from pudev.release.candidates import push_local_builds
 
-    for variant in resolve(request.selection).variants:
-        images.require_image(local_tag(variant), build_hint=_build_command(request, variant))
-        candidate, tag = push_candidate(local_tag(variant), variant.name, parse_target(request.options.registry,
-                                                                                        variant.image))
-        print(f"candidate {candidate} (tag {tag})")
-        if request.options.ref_file:
-            Path(request.options.ref_file).write_text(f"{candidate}\n")
+    ref_file = output_file(request.options.ref_file, "--ref-file") if request.options.ref_file else None
+    push_local_builds(_local_builds(request), registry=request.options.registry, ref_file=ref_file)
     return 0
 
 
 def cmd_promote(request: Request) -> int:
-    import dataclasses
+    from pudev.release.promotion import promote_candidates
 
-    from pudev.registry.client import RegistryClient
-    from pudev.release.platform_index import promote_index
-    from pudev.release.promote import promote
-    from pudev.release.targets import parse_digest_ref, require_pushed
-    from pudev.release.testresults import results
-
-    refs = list(request.selection.names)
-    if not refs:
-        raise PudevError("pudev promote takes the candidates by digest, one per platform the variant is built for: "
-                         "REGISTRY/REPO-candidates@sha256:...")
-    candidates = [parse_digest_ref(ref, flag="pudev promote") for ref in refs]
-    if len({candidate.target for candidate in candidates}) != 1:
-        raise PudevError("pudev promote: every candidate must come from one candidate repository")
-    client = RegistryClient(candidates[0].target.api)
-    client.ping()
-    found = {}
-    for candidate in candidates:
-        require_pushed(client, candidate, flag="pudev promote")
-        found[candidate.digest] = results(client, candidate)
-    named = {tested[-1].variant for tested in found.values() if tested}
-    if len(named) > 1:
-        raise PudevError(f"pudev promote: the candidates were tested as different variants ({', '.join(sorted(named))})"
-                         "; promote each variant's candidates on their own")
-    if not named and not request.selection.profile:
-        raise PudevError(f"{candidates[0]} has no test result at all: run `pudev test {candidates[0]}` first")
-    # The variant (with the profile and flags applied) says which halves must have passed, and on which platforms.
-    names = () if request.selection.profile else tuple(named)
-    selected = resolve(dataclasses.replace(request.selection, names=names))
-    variant = selected.variants[0]
-    is_default = variant.name == selected.matrix.default_variant
-    if len(variant.platforms) == 1 and len(candidates) == 1:
-        release, tags = promote(candidates[0], found=found[candidates[0].digest], variant=variant.name,
-                                is_default=is_default, required=variant.required_tests, client=client)
-    else:
-        required = {platform: selected.matrix.on(variant.name, platform).required_tests
-                    for platform in variant.platforms}  # each platform's build may require its own halves
-        release, tags = promote_index(candidates, found=found, variant=variant.name, platforms=variant.platforms,
-                                      is_default=is_default, required=required, client=client)
+    for flag in RETIRED_PROMOTE_FLAGS:
+        if getattr(request.options, retired_dest(flag)):
+            raise PudevError(f"pudev promote {flag}: promote reads no variant file and takes no selection; the "
+                             "required tests and `latest` come from each candidate's own labels, set when it was "
+                             f"built: pass {flag} to `pudev build` (and push, test) instead, and drop it here")
+    release, tags = promote_candidates(request.selection.names)
     print(f"promoted {release}: {', '.join(tags)}")
     return 0
 
 
 def cmd_sbom(request: Request) -> int:
+    # Orchestrated here, not in release/: the SBOM is reports/' (which release/ may not import).
+    from pudev.engine import docker
+    from pudev.release.targets import parse_digest_ref
     from pudev.reports.sbom_io import fetch_sbom, push_sbom, registry_target, write_sbom
 
     options = request.options
     if len(request.selection.names) != 1:
         raise PudevError("pudev sbom takes one image: a built variant's tag or REGISTRY/REPO@sha256:...")
     (reference,) = request.selection.names
+    if options.fetch or options.push:
+        parse_digest_ref(reference, flag="pudev sbom")
+    out = None if options.out == "-" else output_file(options.out, "--out")
     if options.fetch:
         text = fetch_sbom(reference)
     else:
         if options.push:
-            registry_target(reference)  # a reference the registry lacks fails before the image is read
-
+            registry_target(reference)  # a reference the registry lacks fails before the engine is asked
+        docker.require_daemon()  # so that a missing image below means "not built", not "no engine"
         text = write_sbom(reference)
         if options.push:
             print(f"pushed {push_sbom(reference, text)}", file=sys.stderr)
-    if options.out == "-":
+    if out is None:
         print(text)
     else:
-        Path(options.out).write_text(text)
+        out.write_text(text)
         print(f"wrote {options.out}")
     return 0
 
@@ -323,7 +290,7 @@ def cmd_profiles(request: Request) -> int:
 
 
 def cmd_lock(request: Request) -> int:
-    from pudev.config.variant_table import with_table
+    from pudev.devtools.docs_tables import refresh as refresh_generated_docs
     from pudev.devtools.lock_resolver import write_locks
     from pudev.paths import REPO_ROOT
 
@@ -335,14 +302,10 @@ def cmd_lock(request: Request) -> int:
     sharing += [variant for variant in chosen if variant not in sharing]  # a profile's own build
     for path in write_locks(sharing, without_base=request.options.without_base):
         print(f"wrote {path}")
-    # The README's variant table is derived from the matrix too: refreshed with the locks.
-    readme = REPO_ROOT / "README.md"
-    if not request.selection.profile and readme.is_file():
-        text = readme.read_text()
-        updated = with_table(text, selected.matrix)
-        if updated != text:
-            readme.write_text(updated)
-            print(f"updated the variant table in {readme}")
+    # The variant tables (README, docs) are derived from the matrix too: refreshed with the locks.
+    if not request.selection.profile:
+        for path in refresh_generated_docs():
+            print(f"updated the generated tables in {path.relative_to(REPO_ROOT)}")
     return 0
 
 

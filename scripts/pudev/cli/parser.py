@@ -15,6 +15,14 @@ if TYPE_CHECKING:
 Handler = Callable[["Request"], int]
 
 
+# Flags `pudev promote` once took to re-read the variant file; it now reads the candidates alone.
+RETIRED_PROMOTE_FLAGS = ("--profile", "--set", "--variants-file", "--platform")
+
+
+def retired_dest(flag: str) -> str:
+    return "retired_" + flag.removeprefix("--").replace("-", "_")
+
+
 # The option groups a command may use; each command lists only those it reads, so its --help is true.
 # Overrides go with selection: they change a variant's image name, and so its local tag.
 SELECT, BUILD, CA = "select", "build", "ca"
@@ -98,10 +106,16 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     push = command("push", "push a built variant once, by digest, to REGISTRY/IMAGE-candidates")
     push.add_argument("--registry", required=True, metavar="HOST[/ORG]", help="e.g. ghcr.io/my-org")
     push.add_argument("--ref-file", default="", metavar="PATH", help="also write the candidate reference here")
-    command("promote", "copy the candidates that passed their tests (by digest) to the release repository and tag "
-                       "them: one image, or for a variant built for several platforms one OCI index of them",
-            names="the candidates, REGISTRY/REPO-candidates@sha256:... (what `pudev push` printed), one per "
-                  "platform the variant is built for", metavar="CANDIDATE")
+    promote = command("promote", "copy the candidates that passed their tests (by digest) to the release repository "
+                                 "and tag them: one image, or for a variant built for several platforms one OCI "
+                                 "index of them",
+                      names="the candidates, REGISTRY/REPO-candidates@sha256:... (what `pudev push` printed), one "
+                            "per platform the variant is built for", metavar="CANDIDATE",
+                      uses=frozenset())  # what promotion takes (required tests, latest) is read from the candidates
+    # Accepted only to be refused by name, with the fix: older workflows passed the build's selection here too.
+    for flag in RETIRED_PROMOTE_FLAGS:
+        promote.add_argument(flag, dest=retired_dest(flag), action="append", default=[], help=argparse.SUPPRESS)
+
     sbom = command("sbom", "a CycloneDX SBOM of an image: write it, --push it to the registry, or --fetch it",
                    names="a built variant's image tag, or REGISTRY/REPO@sha256:...", metavar="IMAGE", uses=frozenset())
     sbom.add_argument("--out", default="-", metavar="PATH", help="where to write it (default: stdout)")

@@ -99,7 +99,8 @@ class Variant:
     required_tests: tuple[str, ...] = declared(SUITE_HALVES, toml="shared", per_platform=True,
                                                label="required-tests")
     # Every platform the variant is built for; one tag spans them.
-    platforms: tuple[str, ...] = declared(("linux/amd64",), toml="shared", required=True, ci="platforms")
+    platforms: tuple[str, ...] = declared(("linux/amd64",), toml="shared", required=True, label="platforms",
+                                          ci="platforms")
     # official: base_image is a PyTorch image; wheels: the build adds torch to it.
     base: str = declared("official", toml="variant", per_platform=True, build_arg="BASE_KIND", ci="base")
     # Where a `wheels` base gets torch from ("" = pip's default index).
@@ -156,6 +157,14 @@ def declared_fields(model: type[Variant] = Variant) -> Iterator[tuple[str, Contr
     """(name, contract) of every field of `model` in declaration order (a test may pass a subclass)."""
     for item in dataclasses.fields(model):
         yield item.name, contract_of(item)
+
+
+def label_key(name: str, model: type[Variant] = Variant) -> str:
+    """The label a field travels under, as its contract names it (a field without one fails loudly)."""
+    for field_name, contract in declared_fields(model):
+        if field_name == name and contract.label:
+            return contract.label_key
+    raise KeyError(f"variant field {name!r} declares no label")
 
 
 def every_contract(model: type[Variant] = Variant) -> Iterator[tuple[str, Contract]]:

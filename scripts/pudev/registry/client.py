@@ -64,8 +64,7 @@ class RegistryClient:
         return "https"
 
     def _tls_error(self, error: Exception) -> PudevError:
-        return PudevError(f"TLS with registry {self.host} failed ({error}); if it uses a private CA, point "
-                          f"{' or '.join(transport.CA_VARIABLES[:2])} at a bundle that holds it")
+        return transport.tls_failure(self.host, error)
 
     def _send(self, method: str, url: str, scope: str, *, headers: dict[str, str], body: bytes | None,
               stream: bool) -> requests.Response:

@@ -87,10 +87,12 @@ def run_helper(name: str, server: str, origin: str) -> Credentials | None:
         raise PudevError(f"{program} get did not answer within {HELPER_TIMEOUT} s (from {origin}); "
                          "unlock the keychain it uses and retry") from None
     if answer.returncode != 0:
-        said = (answer.stdout + answer.stderr).strip()
-        if "credentials not found" in said.lower():
+        if "credentials not found" in (answer.stdout + answer.stderr).lower():
             return None
-        raise PudevError(f"{program} get failed for {server} (from {origin}): {said.splitlines()[-1] if said else ''}")
+        # Nothing the helper printed is repeated: a failing helper may print the very secret it guards.
+        raise PudevError(f"{program} get failed for registry {server} with exit status {answer.returncode} "
+                         f"(from {origin}); what it printed is not shown, as it may hold a secret: check the helper "
+                         f"(a locked keychain?) or run `docker login {server}` again")
     try:
         data = json.loads(answer.stdout)
         return Credentials(str(data["Username"]), str(data["Secret"]), program)

@@ -58,6 +58,21 @@ def ca_bundle() -> str | bool:
     return True
 
 
+def tls_failure(host: str, error: Exception) -> PudevError:
+    """The error for a failed TLS handshake: it names the CA bundle the check used (by its variable, never
+    its path or contents), and the fix that works for that bundle; a variable read after it changes nothing."""
+    used = next((name for name in CA_VARIABLES if os.environ.get(name, "")), "")
+    if used:
+        ignored = [name for name in CA_VARIABLES[CA_VARIABLES.index(used) + 1:] if os.environ.get(name, "")]
+        also = f" ({', '.join(ignored)} also set, and not read while {used} is)" if ignored else ""
+        advice = (f"the certificate was checked against the bundle ${used} names (environment){also}; if the "
+                  f"registry uses a private CA, add it to that bundle or point {used} at one that holds it")
+    else:
+        advice = (f"the certificate was checked against certifi's public bundle (none of {', '.join(CA_VARIABLES)} is "
+                  f"set); if the registry uses a private CA, point {CA_VARIABLES[0]} at a bundle that holds it")
+    return PudevError(f"TLS with registry {host} failed ({error}); {advice}")
+
+
 def session(retries: int, backoff: float) -> requests.Session:
     retry = CappedRetry(total=retries, connect=retries, read=retries, status=retries, other=retries,
                         allowed_methods=None, status_forcelist=TRANSIENT_STATUS, backoff_factor=backoff,

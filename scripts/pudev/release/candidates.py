@@ -1,6 +1,7 @@
 """`pudev push VARIANT --registry R`: push a built image once, by digest, to the
 candidate repository (R/<image>-candidates). Nothing users pull from: it is
-tested there by digest and promoted only after it passed."""
+tested there by digest and promoted only after it passed. The variant and the
+repository name come from the image's own labels, not from the checkout."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ import os
 import re
 import sys
 import time
+from collections.abc import Sequence
+from pathlib import Path
 
 from pudev.common.errors import PudevError
 from pudev.engine import docker, images
 from pudev.registry.client import RegistryClient
-from pudev.release.targets import DigestRef, Target
+from pudev.release.image_labels import release_labels
+from pudev.release.targets import DigestRef, Target, check_registry, parse_target
+from pudev.testing.suite_run import LocalBuild
 
 _PUSHED_DIGEST = re.compile(r"digest: (sha256:[0-9a-f]{64})")
 
@@ -67,3 +72,19 @@ def push_candidate(local_tag: str, variant: str, target: Target) -> tuple[Digest
     finally:
         docker.run(["rmi", remote], check=False)  # the local name only; the image stays under its own tag
     return DigestRef(candidates, digest), tag
+
+
+def push_local_builds(builds: Sequence[LocalBuild], *, registry: str, ref_file: Path | None) -> None:
+    """--registry is checked first, then the engine, then that every image is there and was built by this
+    pudev; only then is anything pushed. Prints each candidate, and writes the last one to `ref_file`."""
+    check_registry(registry)
+    docker.require_daemon()  # so that a missing image below means "not built", not "no engine"
+    found = []
+    for build in builds:
+        info = images.require_image(build.tag, build_hint=build.build_hint)
+        found.append((build.tag, release_labels(images.labels_of(info), image=build.tag)))
+    for local_tag, labels in found:
+        candidate, tag = push_candidate(local_tag, labels.variant, parse_target(registry, labels.image))
+        print(f"candidate {candidate} (tag {tag})")
+        if ref_file is not None:
+            ref_file.write_text(f"{candidate}\n")

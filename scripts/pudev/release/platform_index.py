@@ -15,7 +15,7 @@ from pudev.registry.client import RegistryClient
 from pudev.release.promote import Progress, check_unchanged, copy_blobs, passing_results, put_tags, report
 from pudev.release.tags import ImageFacts, compute_tags
 from pudev.release.targets import DigestRef
-from pudev.release.testresults import SuiteResult
+from pudev.testing.recorded_results import SuiteResult
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"

@@ -1,4 +1,4 @@
-"""`pudev promote CANDIDATE@sha256:... --registry R`: publish exactly the image that
+"""`pudev promote CANDIDATE@sha256:...`: publish exactly the image that
 passed. The candidate's manifest is copied, byte for byte, to the release
 repository (its blobs linked there by cross-repository mount: no rebuild, no layer
 sent again), then every tag is applied. Refused unless each half of the suite the
@@ -18,7 +18,7 @@ from pudev.common.halves import PLATFORM_PROOF, covering
 from pudev.registry.client import RegistryClient
 from pudev.release.tags import ImageFacts, compute_tags
 from pudev.release.targets import DigestRef, Target
-from pudev.release.testresults import SuiteResult
+from pudev.testing.recorded_results import SuiteResult
 
 
 @dataclass
@@ -75,7 +75,7 @@ def _blobs(manifest: bytes) -> list[str]:
 
 def promote(candidate: DigestRef, *, found: list[SuiteResult], variant: str, is_default: bool,
             required: tuple[str, ...], client: RegistryClient) -> tuple[DigestRef, list[str]]:
-    """`found`: the candidate's recorded results (testresults.results), read once by the caller.
+    """`found`: the candidate's recorded results (result_artifacts.results), read once by the caller.
     Returns the release reference and its tags. Raises PudevError with a landed/missing report."""
     tested = passing_results(candidate, found, required, variant)
     manifest = check_unchanged(client, candidate, tested)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from pudev.registry.client import RegistryClient
 
 CANDIDATE_SUFFIX = "-candidates"
+CANDIDATE_PULL_HINT = "check the reference (what `pudev push` printed) and that you are logged in to its registry"
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,13 @@ def parse_target(registry: str, image_name: str) -> Target:
         raise PudevError(f"--registry {registry}: not a registry; write HOST[:PORT][/ORG], e.g. ghcr.io/my-org or "
                          "127.0.0.1:5000")
     return Target(host=ref.domain, repository=ref.path)
+
+
+def check_registry(registry: str) -> str:
+    """--registry checked before anything is asked of the engine: `registry` when a repository fits under it
+    (the image's own name, read from its label later, is one path component like the one tried here)."""
+    parse_target(registry, "image")
+    return registry
 
 
 @dataclass(frozen=True)

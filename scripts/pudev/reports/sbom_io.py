@@ -9,8 +9,7 @@ from pudev.common.errors import PudevError
 from pudev.engine import docker, images
 from pudev.registry.client import RegistryClient
 from pudev.release import artifacts
-from pudev.release.candidate_tests import CANDIDATE_PULL_HINT
-from pudev.release.targets import DigestRef, parse_digest_ref, require_pushed
+from pudev.release.targets import CANDIDATE_PULL_HINT, DigestRef, parse_digest_ref, require_pushed
 from pudev.reports.sbom import SBOM_TYPE, build_sbom
 
 

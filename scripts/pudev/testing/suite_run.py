@@ -1,8 +1,7 @@
-"""`pudev test`: the in-image suite in a fresh, always-removed container, for a
-local build (`pudev test VARIANT`) or a pushed candidate by digest
-(`pudev test REGISTRY/REPO@sha256:...`), the CPU half, the GPU half, both, or the
-platform proof (the CPU half's `platform` tests, what an emulated platform can afford).
-What ran is tallied per half from the suite's JUnit report."""
+"""One run of the in-image suite in a fresh, always-removed container: the CPU half, the
+GPU half, both, or the platform proof (the CPU half's `platform` tests, what an emulated
+platform can afford), tallied per half from the suite's JUnit report. `pudev test VARIANT`
+runs it on local builds; a candidate by digest runs it through testing/candidate_run.py."""
 
 from __future__ import annotations
 
@@ -10,13 +9,14 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
 from pudev.common.errors import PudevError
 from pudev.common.halves import PLATFORM_PROOF, SUITE_HALVES
-from pudev.engine import docker, emulation
+from pudev.engine import docker, emulation, images
 from pudev.engine.containers import TrackedContainer, sweep
 from pudev.testing import localpasses
 
@@ -25,7 +25,6 @@ REPORT_MOUNT = "/pudev-report"
 # (e2e's emulated platform proof does; tests/image/conftest.py reads the same variable inside).
 KEPT_CCACHE = "PUDEV_SUITE_CCACHE_DIR"
 KEPT_CCACHE_MOUNT = "/pudev-ccache"
-HALVES = SUITE_HALVES
 HALF_PROPERTY = "pudev.half"  # each JUnit test case's half, from its gpu marker (tests/image/conftest.py)
 GPU_MODULE = "test_gpu"  # the GPU half in reports without HALF_PROPERTY: tests/image/test_gpu.py
 
@@ -59,7 +58,7 @@ def container_options(report_dir: Path, *, gpus: bool, require_gpu: bool) -> lis
 
 
 def tally(junit: Path) -> dict[str, dict[str, int]]:
-    counts: dict[str, dict[str, int]] = {half: {"passed": 0, "failed": 0, "skipped": 0} for half in HALVES}
+    counts: dict[str, dict[str, int]] = {half: {"passed": 0, "failed": 0, "skipped": 0} for half in SUITE_HALVES}
     for case in ElementTree.parse(junit).getroot().iter("testcase"):
         half = _half_of(case)
         if case.find("skipped") is not None:
@@ -80,7 +79,7 @@ def _half_of(case: ElementTree.Element) -> str:
     """The half the suite itself reports (its gpu marker, as a JUnit property); images built before it
     reported one count tests/image/test_gpu.py alone as the GPU half."""
     for prop in case.iter("property"):
-        if prop.get("name") == HALF_PROPERTY and prop.get("value") in HALVES:
+        if prop.get("name") == HALF_PROPERTY and prop.get("value") in SUITE_HALVES:
             return str(prop.get("value"))
     return "gpu" if GPU_MODULE in (case.get("classname") or "").split(".") else "cpu"
 
@@ -134,3 +133,22 @@ def _require_daemon_still_up(image: str) -> None:
         docker.require_daemon()
     except PudevError as error:
         raise PudevError(f"the Docker daemon went away while testing {image}: {error}") from None
+
+
+@dataclass(frozen=True)
+class LocalBuild:
+    tag: str  # the build's local tag
+    build_hint: str  # the command that builds it, for the error when it is not there
+
+
+def run_local_builds(builds: Sequence[LocalBuild], *, half: str, timeout: float, junit: Path | None,
+                      pytest_args: list[str]) -> int:
+    """`pudev test VARIANT...`: every image must be there before the first run starts; stops at the first failure."""
+    docker.require_daemon()  # so that a missing image below means "not built", not "no engine"
+    for build in builds:
+        images.require_image(build.tag, build_hint=build.build_hint)
+    for build in builds:
+        outcome = run_image_tests(build.tag, timeout=timeout, half=half, junit=junit, pytest_args=pytest_args)
+        if outcome.code != 0:
+            return outcome.code
+    return 0
