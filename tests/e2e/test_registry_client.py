@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import time
 from collections.abc import Iterator
 
+import certifi
 import pytest
 from realistic_registry import RealisticRegistry
 
 from pudev.common.errors import PudevError
 from pudev.registry.client import RegistryClient
+from pudev.registry.transport import CA_VARIABLES
 from pudev.release import artifacts
 
 SOURCE, RELEASE = "pudev-e2e/client-candidates", "pudev-e2e/client"
@@ -49,11 +52,21 @@ def image(registry: RealisticRegistry) -> str:
 def test_tls_is_verified_against_the_usual_ca_variables(registry: RealisticRegistry,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     RegistryClient(registry.address, retries=0).ping()
-    for name in ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE"):
-        monkeypatch.delenv(name)
-    with pytest.raises(PudevError, match=r"TLS with registry 127\.0\.0\.1:\d+ failed .*point REQUESTS_CA_BUNDLE or "
-                                         r"SSL_CERT_FILE at a bundle"):
+    private_ca = next(os.environ[name] for name in CA_VARIABLES if os.environ.get(name))
+    for name in CA_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(PudevError, match=r"TLS with registry 127\.0\.0\.1:\d+ failed .*certifi's public bundle .*"
+                                         r"point REQUESTS_CA_BUNDLE at a bundle that holds it"):
         RegistryClient(registry.address, retries=0).ping()
+    # The private CA where requests does not look first: the message names the bundle that was used, not a
+    # variable whose change would do nothing, and no path.
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", certifi.where())
+    monkeypatch.setenv("SSL_CERT_FILE", private_ca)
+    with pytest.raises(PudevError) as refused:
+        RegistryClient(registry.address, retries=0).ping()
+    message = str(refused.value)
+    assert "the bundle $REQUESTS_CA_BUNDLE names" in message and "SSL_CERT_FILE also set, and not read" in message
+    assert private_ca not in message and certifi.where() not in message
 
 
 def test_blobs_are_fetched_through_the_storage_redirect_without_the_token(registry: RealisticRegistry,
