@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pudev.common.generated import block
+from pudev.common.generated import block, markers
 from pudev.devtools.docs_tables import (
     GENERATORS,
     HAND_WRITTEN,
@@ -14,7 +14,6 @@ from pudev.devtools.docs_tables import (
     block_names,
     documents,
     layering_markdown,
-    markers,
     refresh,
     rendered,
 )

@@ -106,7 +106,7 @@ def _tags(selected: Selected) -> list[tuple[str, list[str]]]:
     from pudev.release.tags import compute_tags, read_facts
 
     return [(local_tag(variant), compute_tags(read_facts(local_tag(variant)), variant=variant.name,
-                                              is_default=variant.name == selected.matrix.default_variant))
+                                              is_default=variant.latest))
             for variant in selected.variants]
 
 

@@ -4,6 +4,11 @@ rendered from data (the matrix, a benchmark file) and replaced whole, so tests c
 from __future__ import annotations
 
 
+def markers(name: str) -> tuple[str, str]:
+    """The start and end markers of the block called `name`: `<!-- name:start -->` ... `<!-- name:end -->`."""
+    return f"<!-- {name}:start -->\n", f"\n<!-- {name}:end -->"
+
+
 def replace_block(text: str, markers: tuple[str, str], body: str) -> str:
     """`text` with the block between `markers` replaced by `body` (unchanged without the markers)."""
     start, end = markers

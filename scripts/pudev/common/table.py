@@ -1,4 +1,4 @@
-"""Plain-text tables for terminal output (no third-party dependency)."""
+"""Tables for terminal output and for Markdown pages (no third-party dependency)."""
 
 from __future__ import annotations
 
@@ -18,3 +18,11 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
 
     rule = "  ".join("-" * width for width in widths)
     return "\n".join([line(list(headers)), rule, *(line(row) for row in cells)])
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A GitHub-flavoured Markdown table; a `|` inside a cell is escaped so it cannot split the cell."""
+    def line(values: Sequence[object]) -> str:
+        return "| " + " | ".join(str(value).replace("|", "\\|") for value in values) + " |"
+
+    return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(row) for row in rows)])

@@ -49,9 +49,7 @@ class Contract:
 def declared(default: Any = dataclasses.MISSING, **contract: Any) -> Any:
     """A dataclass field with its contract as metadata (typed Any, as dataclasses.field is)."""
     metadata = {"contract": Contract(**contract)}
-    if isinstance(default, tuple | str | bool | int) or default is None:
-        return field(default=default, metadata=metadata)
-    return field(metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 @dataclass(frozen=True)

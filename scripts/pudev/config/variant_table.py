@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pudev.common.generated import replace_block
-from pudev.common.table import render_table
+from pudev.common.generated import markers, replace_block
+from pudev.common.table import markdown_table, render_table
 from pudev.common.variant import as_text, every_contract, travelling_values
 from pudev.config.model import Matrix, Variant
 
@@ -45,13 +45,10 @@ def variants_table(matrix: Matrix) -> str:
 
 
 def variants_markdown(matrix: Matrix) -> str:
-    rows = [_row(variant) for variant in matrix.every_build()]
-    lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
+    return markdown_table(HEADERS, [_row(variant) for variant in matrix.every_build()])
 
 
-MARKERS = ("<!-- variants:start -->\n", "\n<!-- variants:end -->")
+MARKERS = markers("variants")
 
 
 def with_table(readme: str, matrix: Matrix) -> str:

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pudev.common.generated import block, replace_block
+from pudev.common.generated import block, markers, replace_block
+from pudev.common.table import markdown_table
 from pudev.paths import REPO_ROOT, VARIANTS_FILE
 
 if TYPE_CHECKING:
@@ -63,15 +64,6 @@ ARM64_NOTES = {"suite_outcome_arm64_first_run": "The first emulated run of the C
                "suite_outcome_arm64_whole_cpu_half_last_run": "The last emulated run of the CPU half",
                "qemu_7_2": "qemu 7.2", "notes": "How measured"}
 MIB = 1024**2
-
-
-def markers(name: str) -> tuple[str, str]:
-    return f"<!-- {name}:start -->\n", f"\n<!-- {name}:end -->"
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    return "\n".join([*lines, *("| " + " | ".join(row) + " |" for row in rows)])
 
 
 def _benchmark(name: str) -> dict[str, Any]:
@@ -126,7 +118,7 @@ def build_speed() -> str:
     dates = sorted({run["measured_at"][:10] for run in runs.values()})
     headers = ["scenario", *(_profile_header(p, runs[p]["sizes"]["image"]) for p in BUILD_PROFILES), "target"]
     sources = ", ".join(f"`benchmarks/bench-build-{profile}.json`" for profile in BUILD_PROFILES)
-    return f"Measured {' and '.join(dates)} with `make bench-build` ({sources}).\n\n" + _table(headers, rows)
+    return f"Measured {' and '.join(dates)} with `make bench-build` ({sources}).\n\n" + markdown_table(headers, rows)
 
 
 def _size_parts(sizes: dict[str, Any]) -> dict[str, str]:
@@ -158,7 +150,7 @@ def build_sizes() -> str:
               "other": "every other layer", "image": "the image"}
     rows = [[label, *(parts[profile][key] for profile in BUILD_PROFILES)] for key, label in labels.items()]
     headers = ["MiB", *(_profile_header(p, runs[p]["sizes"]["image"]) for p in BUILD_PROFILES)]
-    return _table(headers, rows)
+    return markdown_table(headers, rows)
 
 
 def _ext_runs(files: Sequence[str]) -> dict[str, tuple[Run, dict[str, Any]]]:
@@ -224,7 +216,7 @@ def ext_bench() -> str:
     headers = ["scenario", *(_profile_header(p, images[p]) for p in EXT_RUNS), "target"]
     notes = [f"- `benchmarks/{name}`: {note}" for files in EXT_RUNS.values() for name in files
              if (note := _benchmark(name).get("note"))]
-    return "\n".join([intro, "", _table(headers, rows), *(["", *notes] if notes else [])])
+    return "\n".join([intro, "", markdown_table(headers, rows), *(["", *notes] if notes else [])])
 
 
 def compile_peaks() -> str:
@@ -238,7 +230,7 @@ def compile_peaks() -> str:
             peaks = [job["peak_gib"] for job in jobs if job["compiler"] == compiler and job["source"]]
             cells.append(f"{min(peaks):.2f} to {max(peaks):.2f} ({len(peaks)} files)")
         rows.append([label, *cells, f"`benchmarks/{name}`"])
-    return _table(["build", "g++ compiles, GiB", "nvcc compiles, GiB", "source"], rows)
+    return markdown_table(["build", "g++ compiles, GiB", "nvcc compiles, GiB", "source"], rows)
 
 
 def arm64_costs() -> str:
@@ -249,7 +241,7 @@ def arm64_costs() -> str:
              for platform, size in data["image_bytes_uncompressed"].items()]
     intro = f"Measured {data['measured']} on {data['machine']} (`benchmarks/arm64-emulation.json`)."
     outcomes = [f"- {label}: {data[key]}" for key, label in ARM64_NOTES.items() if key in data]
-    return "\n".join([intro, "", _table(["step", "time"], rows), "", *outcomes])
+    return "\n".join([intro, "", markdown_table(["step", "time"], rows), "", *outcomes])
 
 
 def layout_rules() -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
@@ -279,7 +271,7 @@ def layering_markdown(folders: Sequence[str], forbidden: dict[str, tuple[str, ..
             may += "; not " + ", ".join(f"`{name}`" for name in modules)
         users = [other for other in folders if other != folder and f"pudev.{folder}" not in forbidden[other]]
         rows.append([f"`{folder}/`", may, names(users)])
-    return _table(["folder", "may import", "may be imported by"], rows)
+    return markdown_table(["folder", "may import", "may be imported by"], rows)
 
 
 def layering() -> str:

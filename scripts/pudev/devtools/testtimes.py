@@ -14,12 +14,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from pudev.common.generated import replace_block
+from pudev.common.generated import markers, replace_block
+from pudev.common.table import markdown_table
 
 # `.ci/run` must stay well inside CI's hard 90 minutes: a third of it.
 BUDGET_S = 30 * 60
 SLOWEST = 20
-MARKERS = ("<!-- test-times:start -->\n", "\n<!-- test-times:end -->")
+MARKERS = markers("test-times")
 
 
 @dataclass(frozen=True)
@@ -77,14 +78,14 @@ def markdown(report: dict[str, Any]) -> str:
     lines = [f"Measured {report['date']} on {box['cpus']} CPUs and {box['memory_gib']} GiB "
              f"(`benchmarks/test-times.json`): {report['tests']} tests ({outcomes}) in **{_minutes(total)}**, "
              f"{100 * total / budget:.0f}% of the {_minutes(budget)} budget for `.ci/run`.",
-             "", "| file | tests | seconds |", "|---|---|---|"]
+             ""]
     heavy = [row for row in report["files"] if row["seconds"] >= 60]
-    lines += [f"| `{row['file']}` | {row['tests']} | {row['seconds']:.0f} |" for row in heavy]
+    rows = [[f"`{row['file']}`", row["tests"], f"{row['seconds']:.0f}"] for row in heavy]
     rest = [row for row in report["files"] if row["seconds"] < 60]
     if rest:
-        lines.append(f"| {len(rest)} other files | {sum(r['tests'] for r in rest)} | "
-                     f"{sum(r['seconds'] for r in rest):.0f} |")
-    return "\n".join(lines)
+        rest_seconds = sum(row["seconds"] for row in rest)
+        rows.append([f"{len(rest)} other files", sum(row["tests"] for row in rest), f"{rest_seconds:.0f}"])
+    return "\n".join([*lines, markdown_table(["file", "tests", "seconds"], rows)])
 
 
 def with_times(text: str, report: dict[str, Any]) -> str:

@@ -4,6 +4,7 @@ outcome against that digest in the registry, where `pudev promote` looks for it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -53,8 +54,7 @@ def _pulled(client: RegistryClient, candidate: DigestRef) -> CandidateImage:
     image_id = str(info["Id"])
     return CandidateImage(reference=reference, image_id=image_id, digest=candidate.digest, variant=labels.variant,
                           candidate_tag=_tag_of(client, candidate, labels.variant, image_id),
-                          facts={"torch": facts.torch, "cuda": facts.cuda, "python": facts.python,
-                                 "revision": facts.revision, "created": facts.created})
+                          facts=dataclasses.asdict(facts))
 
 
 def _test_one(candidate: DigestRef, *, half: str, timeout: float, junit: Path | None, pytest_args: list[str],

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pudev.building.labels import OCI, PUDEV
+from pudev.common.table import markdown_table
 from pudev.engine import images
 from pudev.engine.layers import layer_history
 
@@ -31,9 +32,7 @@ def read_manifest(image: str, *, build_hint: str = "pudev build VARIANT") -> dic
 
 
 def _table(rows: list[tuple[str, str]], headers: tuple[str, str]) -> list[str]:
-    lines = [f"| {headers[0]} | {headers[1]} |", "|---|---|"]
-    lines += [f"| {a} | {b} |" for a, b in rows]
-    return lines
+    return markdown_table(headers, rows).splitlines()  # a layer's shell pipes are escaped, not cell breaks
 
 
 def render_markdown(manifest: dict[str, Any]) -> str:
