@@ -1,24 +1,30 @@
 #!/bin/sh
-# One Python package layer: its slice of the lock (/tmp/layer.txt, cut by lock_slices.py),
-# less what the base ships, installed by uv (from the uv stage) with the lock's
-# hashes and without dependencies: the other layers bring those, and `uv pip check` after
-# the last layer proves that they all agree, the base's own packages included (as pip check
-# does, in a tenth of the time; check-installed.py says which upstream quirk it lets through). The world-writable .lock uv leaves in the environment goes.
+# One Python package layer, in its own stage on the bare base (run by capture-written.sh, which
+# keeps what it wrote for the final stage): its slice of the lock (/tmp/layer.txt, cut by
+# lock_slices.py), less what the base ships, installed by uv (from the uv stage) with the lock's
+# hashes and without dependencies (the other layers bring those, and check-installed.py after
+# the last one proves they all agree), then byte-compiled.
+# The base-package record (/etc/pudev/base-packages.txt) is written here, from the bare base.
 # Its helpers, uv and pudev's mirror code lie beside it (the Dockerfile's installer stage).
-# Usage: sh install-layer.sh BUILD_MIRROR first|next|last
-#   first records what the base ships; next and last read that record (lock-against-base.py).
+# Usage: sh install-layer.sh BUILD_MIRROR
 set -eu
 mirror=$1
-position=$2
 here=$(dirname "$0")
-if [ "$position" = first ]; then record="write"; else record="read"; fi
-python3 "$here/lock-against-base.py" "$record" /tmp/layer.txt /tmp/install.txt /etc/pudev/base-packages.txt
+python3 "$here/lock-against-base.py" write /tmp/layer.txt /tmp/install.txt /etc/pudev/base-packages.txt
 eval "$(PYTHONPATH="$here/pudev-lib" python3 -m pudev.mirror build-env "$mirror")"
 if [ -s /tmp/install.txt ]; then
+    # uv's own --compile-bytecode would compile the whole environment, the base's torch included.
     sh "$here/with-ca.sh" "$here/uv/bin/uv" pip install --python "$(command -v python3)" --require-hashes \
-        --no-deps --compile-bytecode --link-mode copy -r /tmp/install.txt
-fi
-if [ "$position" = last ]; then
-    python3 "$here/check-installed.py" "$here/uv/bin/uv" /etc/pudev/base-packages.txt
+        --no-deps --link-mode copy -r /tmp/install.txt
 fi
 rm -f "$(python3 -c 'import sys; print(sys.prefix)')/.lock"
+# The test suites of the biggest packages (scipy 31 MB, pandas 45 MB): nothing imports them at run time.
+purelib=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+for package in scipy pandas matplotlib; do
+    if [ -d "$purelib/$package" ]; then
+        find "$purelib/$package" -type d -name tests -prune -exec rm -rf {} +
+    fi
+done
+# What the install wrote (PUDEV_WRITTEN_SINCE: capture-written.sh's start), byte-compiled.
+find / -xdev -name '*.py' -cnewer "$PUDEV_WRITTEN_SINCE" ! -path '/tmp/*' -print0 \
+    | xargs -0 -r python3 -m compileall -q -j 0 >/dev/null

@@ -1,6 +1,6 @@
 """Point /usr/local/cuda at the default toolkit, and give the toolkit that shares
 torch's CUDA major version linker names (libcublas.so, ...) for the math
-libraries torch ships, which prune-toolkit.sh removed from the toolkit itself.
+libraries and NVRTC that torch ships, which prune-toolkit.sh removed from the toolkit itself.
 Usage: python link-toolkits.py DEFAULT_TOOLKIT TOOLKIT...
 """
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-MATH_LIBRARIES = ("cublas", "cublasLt", "cufft", "cufftw", "curand", "cusolver", "cusparse", "nvJitLink")
+MATH_LIBRARIES = ("cublas", "cublasLt", "cufft", "cufftw", "curand", "cusolver", "cusparse", "nvJitLink", "nvrtc")
 
 
 def torch_library_dirs() -> list[Path]:

@@ -15,10 +15,15 @@ find "$top/" \( -type f -o -type l \) -name '*.a' ! -name libcudart_static.a ! -
 # Math libraries: torch ships its own copies (the image links the matching major
 # version's names to them); their headers stay so extensions compile.
 # The profiler's host libraries (libnvperf) serve Nsight, which the image does not ship.
+# NVRTC and CUPTI: torch loads its own copies (its nvidia-cuda-nvrtc and -cupti wheels, or the
+# conda base's); nvcc uses neither. CUPTI's headers stay, for extensions that build against it.
 for pattern in 'libcublas*.so*' 'libcufft*.so*' 'libcurand*.so*' 'libcusolver*.so*' 'libcusparse*.so*' \
-    'libnpp*.so*' 'libnvjpeg*.so*' 'libnvblas*.so*' 'libcufile*.so*' 'libnvJitLink*.so*' 'libnvperf*.so*'; do
+    'libnpp*.so*' 'libnvjpeg*.so*' 'libnvblas*.so*' 'libcufile*.so*' 'libnvJitLink*.so*' 'libnvperf*.so*' \
+    'libnvrtc*.so*' 'libcupti*.so*' 'libpcsamplingutil*.so*' 'libcheckpoint*.so*'; do
     find "$top/" \( -type f -o -type l \) -name "$pattern" -delete
 done
+# nvdisasm: only cuobjdump -sass and Nsight read it, never nvcc or torch (50 MB a toolkit).
+rm -f "$top/bin/nvdisasm"
 # Documentation, samples, profilers' GUIs and GPUDirect Storage tools.
 rm -rf "$top/doc" "$top/samples" "$top/extras/demo_suite" "$top/libnvvp" "$top/nsightee_plugins" \
     "$top/gds" "$top/gds-"* "$top/tools" "$top"/nsight-compute-* "$top"/nsight-systems-* \

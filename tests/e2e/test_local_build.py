@@ -132,8 +132,9 @@ def _probe_build(root: Path) -> str:
 
 
 def _package_steps(log: str) -> dict[str, bool]:
-    """Each package layer's install step, by the slice it mounts: whether it came from the cache."""
-    steps = re.findall(r"^#(\d+) \[final\s+\d+/\d+\] RUN .*source=/layers/([\w-]+)\.txt.*install-layer\.sh",
+    """Each package layer's install step (its own stage's), by the slice it mounts: whether it came from
+    the cache."""
+    steps = re.findall(r"^#(\d+) \[packages-[\w-]+\s+\d+/\d+\] RUN .*source=/layers/([\w-]+)\.txt.*install-layer\.sh",
                        log, re.MULTILINE)
     return {layer: f"#{step} CACHED" in log for step, layer in steps}
 

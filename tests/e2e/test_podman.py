@@ -4,7 +4,10 @@
 The user, its subordinate ids and its storage (native overlay: vfs would copy every layer in
 full, about 106 GB per image) come from `scripts/host-setup.sh podman`. The image reaches that
 user's storage pulled by digest from the realistic registry (TLS, token auth, redirected blobs)
-whose storage is kept between runs, so after an edit only the changed layers are pushed. Podman's
+whose storage is kept between runs, so after an edit only the changed layers are pushed. What
+podman pulls is the zstd copy `pudev zstd` publishes beside the candidate (every layer zstd, the
+same config): a zstd client proves it pulls exactly the image that passed, and the copy's size is
+measured from its manifest against the download budget (download-size.json). Podman's
 copy (the image and its keep-id copy, 14.6 GB for cu121) is dropped when the module ends: this
 machine's disk cannot also hold it beside the engine's images, the kept registry and the arm64
 build, and the rest of the run (and the next run's builds) need that room. Each run pulls it
@@ -13,22 +16,41 @@ again, about 80 s plus a 20 s keep-id copy.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from e2e_support import LocalImage, push_candidate, registry_client
+from e2e_support import LocalImage, profile_variant, push_candidate, registry_client, run_pudev
 from podman_engine import RUN_OPTIONS, RootlessPodman
+from realistic_registry import RealisticRegistry
 
 from pudev.devtools.standins import load_standins
 from pudev.engine import layers
 from pudev.paths import REPO_ROOT
+from pudev.registry.client import RegistryClient
+from pudev.release.zstd_variant import DEFAULT_BASE_LEVEL, DEFAULT_LEVEL, OCI_ZSTD_LAYER, base_layer_count
 from pudev.testing.suite_run import REPORT_MOUNT, SuiteOutcome, container_options, tally
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
+# The download goal: the project's own layers (above the base), compressed, per variant (issue 26).
+OWN_LAYERS_BUDGET = 500_000_000
+
+
+@dataclass(frozen=True)
+class ZstdCopy:
+    gzip_ref: str  # the candidate `pudev push` sent (docker push: gzip)
+    zstd_ref: str  # its zstd copy, by digest
+    registry: RealisticRegistry
+    manifests: dict[str, dict[str, Any]]  # "gzip" / "zstd" -> the manifest
+    config: dict[str, Any]
 
 
 def _skip_or_fail(reason: str) -> None:
@@ -53,16 +75,74 @@ def podman(docker_engine: str) -> RootlessPodman:
 
 
 @pytest.fixture(scope="module")
-def podman_image(podman: RootlessPodman, local_image: LocalImage,
-                 request: pytest.FixtureRequest) -> Iterator[str]:
+def zstd_copy(local_image: LocalImage, kept_registry: RealisticRegistry, report_dir: Path) -> ZstdCopy:
+    """The local build pushed as a candidate and `pudev zstd` run on its tag, as the release workflow runs
+    it after promote (layers an earlier copy converted are reused, so an unchanged base costs nothing)."""
+    with registry_client(kept_registry):
+        gzip_ref, candidate_tag = push_candidate(kept_registry)
+        repository = gzip_ref.split("@", 1)[0]
+        started = time.monotonic()
+        out = run_pudev("zstd", f"{repository}:{candidate_tag}", check=True, timeout=3600).stdout
+        seconds = time.monotonic() - started
+        published = re.search(r"^published (sha256:[0-9a-f]{64}) ", out, re.MULTILINE)
+        assert published is not None, out
+        client = RegistryClient(kept_registry.address)
+        path = repository.split("/", 1)[1]
+        manifests = {kind: json.loads(client.manifest(path, digest)[0])
+                     for kind, digest in (("gzip", gzip_ref.split("@", 1)[1]), ("zstd", published.group(1)))}
+        config = json.loads(client.get_blob(path, manifests["gzip"]["config"]["digest"]))
+    copy = ZstdCopy(gzip_ref, f"{repository}@{published.group(1)}", kept_registry, manifests, config)
+    (report_dir / "download-size.json").write_text(json.dumps(_download_report(copy, seconds, out), indent=2) + "\n")
+    return copy
+
+
+def _download_report(copy: ZstdCopy, seconds: float, printed: str) -> dict[str, Any]:
+    """What a user downloads: the image's own layers (above its base) as each manifest records them."""
+    base = base_layer_count(copy.config)
+    assert base is not None, "the image's history has no first own layer: not built from docker/Dockerfile"
+    steps = [entry.get("created_by", "") for entry in copy.config["history"] if not entry.get("empty_layer")]
+    sizes = {kind: [int(layer["size"]) for layer in manifest["layers"]] for kind, manifest in copy.manifests.items()}
+    own = [{"step": " ".join(step.split())[:120], "gzip": gzip, "zstd": zstd}
+           for step, gzip, zstd in zip(steps[base:], sizes["gzip"][base:], sizes["zstd"][base:], strict=True)]
+    converted = re.search(r"\((\d+) layers converted, (\d+) reused", printed)
+    return {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "variant": profile_variant("local").name,
+            "zstd_level": DEFAULT_LEVEL, "zstd_base_level": DEFAULT_BASE_LEVEL, "budget_bytes": OWN_LAYERS_BUDGET,
+            "base_layers": base, "own_layers": own,
+            "own_bytes": {kind: sum(item[kind] for item in own) for kind in ("gzip", "zstd")},
+            "base_bytes": {kind: sum(values[:base]) for kind, values in sizes.items()},
+            "zstd_seconds": round(seconds, 1),
+            "layers_converted": int(converted.group(1)) if converted else None,
+            "layers_reused": int(converted.group(2)) if converted else None}
+
+
+def test_the_zstd_copy_is_the_image_that_passed_and_fits_the_download_budget(
+        zstd_copy: ZstdCopy, local_image: LocalImage, report_dir: Path) -> None:
+    gzip, zstd = zstd_copy.manifests["gzip"], zstd_copy.manifests["zstd"]
+    assert zstd["config"]["digest"] == gzip["config"]["digest"] == local_image.image_id  # the same image
+    assert {layer["mediaType"] for layer in zstd["layers"]} == {OCI_ZSTD_LAYER}  # enroot reads the first only
+    assert len(zstd["layers"]) == len(gzip["layers"])
+    report = json.loads((report_dir / "download-size.json").read_text())
+    own = report["own_bytes"]
+    assert own["zstd"] < own["gzip"], report
+    assert own["zstd"] <= OWN_LAYERS_BUDGET, (
+        f"the image's own layers are {own['zstd'] / 1e6:.0f} MB as zstd ({own['gzip'] / 1e6:.0f} MB as gzip), over "
+        f"the {OWN_LAYERS_BUDGET / 1e6:.0f} MB budget: {json.dumps(report['own_layers'], indent=1)}")
+
+
+@pytest.fixture(scope="module")
+def podman_image(podman: RootlessPodman, local_image: LocalImage, request: pytest.FixtureRequest,
+                 report_dir: Path) -> Iterator[str]:
     """The local build in podman's storage under its image id (both engines name an image by its config's
-    digest), pushed and pulled when podman lacks it; dropped with its keep-id copy afterwards."""
+    digest), pulled as the zstd copy when podman lacks it; dropped with its keep-id copy afterwards."""
     if not podman.has_image(local_image.image_id):
-        registry = request.getfixturevalue("kept_registry")
-        with registry_client(registry):
-            ref, _ = push_candidate(registry)
-        podman.pull(ref, local_image.image_id, tag=local_image.tag, ca_file=registry.ca_file,
-                    login=("pusher", registry.password("pusher")))
+        copy: ZstdCopy = request.getfixturevalue("zstd_copy")
+        started = time.monotonic()
+        podman.pull(copy.zstd_ref, local_image.image_id, tag=local_image.tag, ca_file=copy.registry.ca_file,
+                    login=("pusher", copy.registry.password("pusher")))
+        report = report_dir / "download-size.json"
+        data = json.loads(report.read_text())
+        report.write_text(json.dumps({**data, "podman_pull_seconds": round(time.monotonic() - started, 1)},
+                                     indent=2) + "\n")
     yield local_image.image_id
     podman.run("rmi", "--force", local_image.image_id, check=False)
     podman.run("image", "prune", "--all", "--force", check=False)

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pudev.common.errors import PudevError
 from pudev.devtools.sdist import SIMPLE_JSON, fetch_sdist
+
+if TYPE_CHECKING:
+    from pudev.devtools.benchext import Run
 
 PAYLOAD = b"not really a tarball, but bytes with a hash"
 DIGEST = hashlib.sha256(PAYLOAD).hexdigest()
@@ -80,3 +86,37 @@ def test_a_bench_run_keeps_each_compiles_peak_and_its_largest() -> None:
     assert "peak_bytes" not in run.jobs[0]
     assert _run("warm", {**data, "jobs": []}, 100.0).largest_job_gib == 0.0
     assert _run("derived jobs", data, None).ratio is None  # a memory run is a cold build itself
+
+
+def _threads_run(scenario: str, seconds: float, rc: int = 0) -> Run:
+    from pudev.devtools.benchext import _run
+
+    return _run(scenario, {"rc": rc, "seconds": seconds, "peak_bytes": 0, "oom_kills": 0, "max_jobs": "", "hits": 0,
+                           "misses": 0, "nvcc_compiles": 4, "jobs": []}, None)
+
+
+def test_the_threads_part_reports_both_cold_times_and_their_ratio() -> None:
+    from pudev.devtools.benchext import THREADS_DERIVED, THREADS_NINJA, threads_summary
+
+    derived = _threads_run(THREADS_DERIVED, 210.0)
+    assert threads_summary([derived]) is None  # halfway: no ratio yet
+    summary = threads_summary([derived, _threads_run(THREADS_NINJA, 200.0)])
+    assert summary == {"derived_seconds": 210.0, "ninja_default_seconds": 200.0, "ratio": 1.05, "target": 1.05,
+                       "met": True}
+    failed = _threads_run(THREADS_NINJA, 100.0, rc=1)
+    assert threads_summary([derived, failed]) is None
+
+
+def test_the_synthetic_package_has_the_shape_of_issue_26() -> None:
+    """Its own --threads 4 and four -gencode targets every toolkit here compiles (CUDA 13 has none below sm_75),
+    and its large .cu listed last, so ninja compiles it last."""
+    from pudev.devtools.benchext import THREADS_SOURCE
+
+    setup = (THREADS_SOURCE / "setup.py").read_text()
+    targets = ast.literal_eval(setup.split("TARGETS = ", 1)[1].split("  #", 1)[0])
+    assert len(targets) == 4 and min(int(arch) for arch in targets) >= 75
+    assert '"--threads", "4"' in setup and '"-gencode"' in setup
+    sources = re.findall(r'"(csrc/[\w.]+)"', setup)
+    assert sources[-1] == "csrc/fused_ops.cu" and all((THREADS_SOURCE / source).is_file() for source in sources)
+    assert max(sources, key=lambda source: (THREADS_SOURCE / source).stat().st_size) == sources[-1]
+    assert "#include <torch/extension.h>" in (THREADS_SOURCE / sources[-1]).read_text()

@@ -23,7 +23,8 @@ def test_rebuilt_steps_are_the_ones_that_ran() -> None:
 
 
 def test_targets_in_the_table() -> None:
-    results = [Measurement("cold", 100.0, 1.0, ["a"] * 18), Measurement("tool-edit", 2.5, 0.025, ["a"] * 5),
+    results = [Measurement("naive", 180.0, 1.0, ["a"] * 6), Measurement("cold", 100.0, 0.556, ["a"] * 18),
+               Measurement("tool-edit", 2.5, 0.025, ["a"] * 5),
                Measurement("requirement-change", 25.0, 0.25, ["a"] * 9, "tqdm"),
                Measurement("heavy-requirement-change", 60.0, 0.60, ["a"] * 11, "scipy"),
                Measurement("no-op", 1.0, 0.01, [])]
@@ -31,11 +32,13 @@ def test_targets_in_the_table() -> None:
              "layers": [{"size": 300 * 1024**2, "created_by": "COPY /usr/local/cuda-11.8"}]}
     text = render(results, sizes, previous={"cold": 120.0})
     rows = {line.split()[0]: line for line in text.splitlines() if line and line.split()[0] in
-            ("cold", "tool-edit", "requirement-change", "heavy-requirement-change", "no-op")}
+            ("naive", "cold", "tool-edit", "requirement-change", "heavy-requirement-change", "no-op")}
     assert rows["tool-edit"].endswith("ok") and rows["no-op"].endswith("ok")
     assert rows["requirement-change"].startswith("requirement-change (tqdm)")
     assert rows["requirement-change"].endswith("MISSED (<= 20%)")
     assert rows["heavy-requirement-change"].startswith("heavy-requirement-change (scipy)")
-    assert rows["heavy-requirement-change"].endswith("-")  # reported, no target
+    assert rows["heavy-requirement-change"].endswith("MISSED (<= 20%)")  # any package layer: a fifth of cold
+    assert rows["cold"].endswith("MISSED (<= 50%)")  # cold against the naive build: half at most
+    assert rows["naive"].endswith("-")  # the yardstick has no target
     assert "120.0" in rows["cold"]
     assert "image 7168 MiB = base 5120 MiB + 2048 MiB added" in text

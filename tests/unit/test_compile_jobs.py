@@ -3,6 +3,7 @@ launcher's handling of nvcc's flags: no Docker needed (tests/image checks the re
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -109,6 +110,77 @@ def test_a_packages_own_nvcc_threads_are_capped_to_the_memory(tmp_path: Path, fl
     assert launcher.nvcc_arguments(["-c", "k.cu", *flags], dict(env)) == ["-c", "k.cu", *expected]
 
 
+def two_cpus(monkeypatch: pytest.MonkeyPatch, free_gib: float) -> dict[str, str]:
+    """The filed machine: 2 CPUs, no memory cap, `free_gib` of the host's memory available; MAX_JOBS derived."""
+    monkeypatch.setattr(cgroup, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(cgroup, "host_memory_available", lambda: int(free_gib * GIB))
+    env = {"PUDEV_CGROUP_ROOT": "/nonexistent"}
+    parallelism.apply(env)
+    return env
+
+
+FOUR_TARGETS = [arg for arch in (75, 80, 86, 90) for arg in ("-gencode", f"arch=compute_{arch},code=sm_{arch}")]
+
+
+def test_cpus_never_lower_a_packages_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """2 CPUs and MAX_JOBS=2 keep `--threads 4` (issue 26: it was cut to CPUs / jobs = 1) while 2 x 4 device
+    compilations fit: 8 x 3.5 GiB + the front end's 0.5 GiB."""
+    env = two_cpus(monkeypatch, 28.5)
+    assert env["MAX_JOBS"] == "2"
+    assert launcher.nvcc_arguments(["-c", "k.cu", "--threads", "4", *FOUR_TARGETS], dict(env))[2:4] == ["--threads",
+                                                                                                        "4"]
+
+
+def test_threads_drop_only_to_what_the_memory_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """22 GiB hold 6 device compilations: 3 threads for each of the 2 jobs, and for 4 targets the same 2 rounds
+    in 2 + 2 (3 then 1 alone would idle a CPU); 8 targets run as 3 + 3 + 2."""
+    env = two_cpus(monkeypatch, 22)
+    assert env["MAX_JOBS"] == "2"
+    assert launcher.nvcc_arguments(["-c", "k.cu", "--threads", "4"], dict(env))[-1] == "3"
+    assert launcher.nvcc_arguments(["-c", "k.cu", "--threads", "4", *FOUR_TARGETS], dict(env))[3] == "2"
+    eight = [*FOUR_TARGETS, *(f"--generate-code=arch=compute_{a},code=sm_{a}" for a in (52, 60, 70, 89))]
+    assert launcher.target_count(eight) == 8
+    assert launcher.nvcc_arguments(["-c", "k.cu", "-t", "4", *eight], dict(env))[3] == "3"
+
+
+@pytest.mark.usefixtures("many_cpus")
+def test_a_memory_cap_lowers_threads_to_one_at_least(tmp_path: Path) -> None:
+    env = {"PUDEV_CGROUP_ROOT": str(v2_tree(tmp_path, memory_max=str(4 * GIB)))}
+    parallelism.apply(env)  # 4 GiB: one job, one device compilation beside the front end
+    assert env["MAX_JOBS"] == "1"
+    assert launcher.nvcc_arguments(["-c", "k.cu", "--threads", "4", *FOUR_TARGETS], dict(env))[3] == "1"
+    tiny = {"PUDEV_CGROUP_ROOT": str(v2_tree(tmp_path / "tiny", memory_max=str(GIB)))}
+    parallelism.apply(tiny)  # not even one fits: one compile is still tried (the OOM line says why it died)
+    assert launcher.nvcc_arguments(["-c", "k.cu", "--threads=2"], dict(tiny))[-1] == "--threads=1"
+
+
+def test_threads_zero_means_the_cpus_the_memory_allows(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    env = two_cpus(monkeypatch, 64)  # room for 18: one per CPU, counted the container's way
+    assert launcher.nvcc_arguments(["-c", "k.cu", "--threads", "0"], dict(env))[-1] == "2"
+    monkeypatch.setattr(cgroup, "usable_cpus", lambda: 16)
+    capped = {"PUDEV_CGROUP_ROOT": str(v1_tree(tmp_path, limit=15 * GIB))}
+    parallelism.apply(capped)  # 15 GiB: 4 jobs, 4 device compilations in all
+    assert capped["MAX_JOBS"] == "4"
+    assert launcher.nvcc_arguments(["-c", "k.cu", "-t", "0"], dict(capped))[-1] == "1"
+    assert parallelism.Budget(16, None, "unknown", "").nvcc_threads(4, 0) == 16
+
+
+def test_unknown_memory_keeps_a_packages_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cgroup, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(cgroup, "host_memory_available", lambda: None)
+    env = {"PUDEV_CGROUP_ROOT": "/nonexistent"}
+    parallelism.apply(env)
+    assert env["MAX_JOBS"] == "2" and env[parallelism.DERIVED_MEMORY] == ""
+    assert launcher.nvcc_arguments(["-c", "k.cu", "--threads", "8"], dict(env))[-1] == "8"
+
+
+def test_threads_follow_the_memory_max_jobs_was_derived_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mid-build the other jobs' compiles hold memory: counted again per job, they would cut this one's threads."""
+    env = two_cpus(monkeypatch, 28.5)
+    monkeypatch.setattr(cgroup, "host_memory_available", lambda: 12 * GIB)  # the other job's 4 compilations
+    assert launcher.nvcc_arguments(["-c", "k.cu", "--threads", "4"], dict(env))[-1] == "4"
+
+
 @pytest.mark.usefixtures("many_cpus")
 def test_threads_the_user_chose_are_left_alone(tmp_path: Path) -> None:
     root = str(v1_tree(tmp_path, limit=3 * GIB))
@@ -118,6 +190,18 @@ def test_threads_the_user_chose_are_left_alone(tmp_path: Path) -> None:
     assert launcher.nvcc_arguments(["-c", "k.cu"], own_flag)[-2:] == ["--threads", "4"]
     own_jobs = {"PUDEV_CGROUP_ROOT": root, "MAX_JOBS": "2"}
     assert launcher.nvcc_arguments(["-c", "k.cu", "--threads", "4"], own_jobs)[-2:] == ["--threads", "4"]
+    ninja_default = {"PUDEV_CGROUP_ROOT": root, parallelism.OPT_OUT: "1"}
+    parallelism.apply(ninja_default)
+    assert "MAX_JOBS" not in ninja_default
+    assert launcher.nvcc_arguments(["-c", "k.cu", "--threads", "4"], ninja_default)[-2:] == ["--threads", "4"]
+
+
+def test_the_compile_log_says_which_threads_nvcc_ran_with(tmp_path: Path) -> None:
+    log = tmp_path / "compiles.jsonl"
+    launcher._log_compile(str(log), "/usr/local/cuda/bin/nvcc", ["-c", "k.cu", "--threads", "2"], 0, 1.5)
+    launcher._log_compile(str(log), "/usr/bin/g++", ["-c", "a.cpp"], 0, 1.0)
+    first, second = (json.loads(line) for line in log.read_text().splitlines())
+    assert (first["source"], first["threads"]) == ("k.cu", 2) and "threads" not in second
 
 
 def test_the_masquerade_names_their_real_compiler_and_the_launcher_takes_one(tmp_path: Path,

@@ -57,7 +57,7 @@ def _locks(rng: random.Random) -> list[str]:
 
 
 def test_todays_layers_file_and_locks() -> None:
-    assert [layer.name for layer in LAYERS] == ["scientific", "large", "rest"]
+    assert [layer.name for layer in LAYERS] == ["numerical", "plotting", "jupyter", "rest"]
     assert LAYERS[-1].packages == ()
     assert len(COMMITTED) >= 4 and all(read_pins(path.read_text())[0] for path in COMMITTED)
 
@@ -130,25 +130,33 @@ def test_a_lock_line_that_pins_nothing_is_refused() -> None:
         read_pins("    --hash=sha256:00\n")
 
 
-def _install_steps() -> list[tuple[str, str]]:
-    """(slice, position) of each install RUN in the Dockerfile's final stage, in order."""
+def _install_stages() -> dict[str, list[str]]:
+    """Each package stage's name (packages-NAME) and the slices its RUN lines mount."""
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    stages = re.split(r"^FROM ", text, flags=re.MULTILINE)[1:]
+    found = {}
+    for stage in stages:
+        name = re.match(r"\S+ AS (\S+)", stage)
+        if name and name.group(1).startswith("packages-"):
+            runs = [line for line in stage.splitlines() if line.startswith("RUN ")]
+            assert len(runs) == 1 and "install-layer.sh" in runs[0], f"one install step per stage: {stage}"
+            found[name.group(1).removeprefix("packages-")] = re.findall(
+                r"from=lock-layers,source=/layers/([\w-]+)\.txt", runs[0])
+    return found
+
+
+def _unpacked_in_order() -> list[str]:
+    """The package stages the final stage unpacks, in order; no final step mounts a slice itself."""
     final = DOCKERFILE.read_text().split("AS final", 1)[1].replace("\\\n", " ")
-    steps = []
-    for run in (line for line in final.splitlines() if line.startswith("RUN ")):
-        slices = re.findall(r"from=lock-layers,source=/layers/([\w-]+)\.txt", run)
-        if "install-layer.sh" in run:
-            assert len(slices) == 1, f"an install step mounts exactly one slice: {run}"
-            steps.append((slices[0], run.rsplit(None, 1)[-1]))
-        else:
-            assert not slices, run
-    return steps
+    runs = [line for line in final.splitlines() if line.startswith("RUN ")]
+    assert not any("from=lock-layers" in run for run in runs)
+    return [name for run in runs for name in re.findall(r"from=packages-([\w-]+),source=/staged", run)]
 
 
 def test_the_dockerfile_installs_each_layer_once_in_the_files_order() -> None:
     names = [layer.name for layer in LAYERS]
-    steps = _install_steps()
-    assert [name for name, _ in steps] == names
-    assert [position for _, position in steps] == ["first", *["next"] * (len(names) - 2), "last"]
+    assert _install_stages() == {name: [name] for name in names}  # each stage mounts its own slice alone
+    assert _unpacked_in_order() == names
     cut = re.search(r"python3 /tmp/lock_slices\.py \S+ /tmp/layers\.txt /layers ([\w -]+)\n", DOCKERFILE.read_text())
     assert cut is not None and cut.group(1).split() == names
 

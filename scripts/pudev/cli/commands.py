@@ -160,6 +160,22 @@ def cmd_promote(request: Request) -> int:
     return 0
 
 
+def cmd_zstd(request: Request) -> int:
+    from pudev.release.zstd_variant import publish_zstd_tags
+
+    options = request.options
+    for flag, level in (("--level", options.level), ("--base-level", options.base_level)):
+        if not 1 <= level <= 19:
+            raise PudevError(f"pudev zstd {flag} {level}: give a zstd level from 1 to 19")
+    converted = publish_zstd_tags(request.selection.names, level=options.level, base_level=options.base_level)
+    print(f"published {converted.digest} as {', '.join(converted.tags)} ({converted.layers_converted} layers "
+          f"converted, {converted.layers_reused} reused from an earlier zstd copy)")
+    gzip, zstd = converted.own_bytes
+    if gzip:
+        print(f"the image's own layers: {gzip / 1e6:.0f} MB as gzip, {zstd / 1e6:.0f} MB as zstd")
+    return 0
+
+
 def cmd_sbom(request: Request) -> int:
     # Orchestrated here, not in release/: the SBOM is reports/' (which release/ may not import).
     from pudev.engine import docker
@@ -256,7 +272,7 @@ def cmd_bench_ext(request: Request) -> int:
     image = local_tag(variant)
     if docker.image_id(image) is None:
         raise PudevError(f"no image {image} here: build it first (pudev build --profile {selection.profile})")
-    parts = request.options.part or ["speed", "memory"]
+    parts = request.options.part or ["speed", "memory", "threads"]
     print(bench_ext(Path(request.options.out), image, selection.profile or variant.name, parts))
     print(f"wrote {request.options.out}")
     return 0
@@ -313,7 +329,7 @@ HANDLERS = {
     "variants": cmd_variants, "plan": cmd_plan, "build": cmd_build, "test": cmd_test, "tags": cmd_tags,
     "manifest": cmd_manifest, "push": cmd_push, "promote": cmd_promote, "sbom": cmd_sbom, "pin": cmd_pin,
     "matrix": cmd_matrix, "bake": cmd_bake,
-    "bench-build": cmd_bench_build, "bench-ext": cmd_bench_ext,
+    "bench-build": cmd_bench_build, "bench-ext": cmd_bench_ext, "zstd": cmd_zstd,
     "clean": cmd_clean, "standins": cmd_standins, "profiles": cmd_profiles,
     "lock": cmd_lock,
 }

@@ -116,6 +116,16 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     for flag in RETIRED_PROMOTE_FLAGS:
         promote.add_argument(flag, dest=retired_dest(flag), action="append", default=[], help=argparse.SUPPRESS)
 
+    zstd = command("zstd", "publish TAG-zstd beside released tags: the same image (config and diff_ids) with "
+                           "every layer zstd, for podman, containerd, Docker 23+ and enroot 4+ (Docker 20.10 pulls "
+                           "the gzip tag)",
+                   names="released tags, REGISTRY/REPO:TAG; the first is converted, the others (the same image) are "
+                         "tagged with the result", metavar="IMAGE", uses=frozenset())
+    zstd.add_argument("--level", type=int, default=12, metavar="N",
+                      help="zstd level of the project's own layers, 1-19 (default 12)")
+    zstd.add_argument("--base-level", type=int, default=3, metavar="N",
+                      help="zstd level of the base's layers, converted once and reused, 1-19 (default 3)")
+
     sbom = command("sbom", "a CycloneDX SBOM of an image: write it, --push it to the registry, or --fetch it",
                    names="a built variant's image tag, or REGISTRY/REPO@sha256:...", metavar="IMAGE", uses=frozenset())
     sbom.add_argument("--out", default="-", metavar="PATH", help="where to write it (default: stdout)")
@@ -144,10 +154,11 @@ def _add_maintenance_commands(command: Callable[..., argparse.ArgumentParser]) -
     bench.add_argument("--out", default="reports/bench-build.json", metavar="PATH", help="JSON result")
     bench.add_argument("--compare", default="", metavar="PATH", help="an earlier JSON result to compare with")
     bench_ext = command("bench-ext", "compile a real CUDA extension in the built image: cold, warm cache, "
-                                     "wheelhouse, and under a memory cap", names="")
+                                     "wheelhouse, under a memory cap, and nvcc threads", names="")
     bench_ext.add_argument("--out", default="reports/bench-ext.json", metavar="PATH", help="JSON result")
-    bench_ext.add_argument("--part", action="append", choices=["speed", "memory"], default=[],
-                           help="speed (cold, warm cache, wheelhouse) and/or memory (under a cap); default: both")
+    bench_ext.add_argument("--part", action="append", choices=["speed", "memory", "threads"], default=[],
+                           help="speed (cold, warm cache, wheelhouse), memory (under a cap), threads (a synthetic "
+                                "package's own nvcc --threads, derived vs ninja's default); default: all")
     command("clean", "remove the locally built variant tags", names="")
     standins = command("standins", "build the stand-in images (idempotent)", names="", uses=frozenset({CA}))
     standins.add_argument("--platform", default="", choices=["", *PLATFORMS], metavar="PLATFORM",

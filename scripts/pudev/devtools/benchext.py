@@ -10,15 +10,23 @@
              cold again (cache off) under one memory cap, with MAX_JOBS left to ninja (one job
              per CPU + 2; PUDEV_NO_DERIVED_JOBS=1) and as pudev derives it from the cgroup: peak
              memory, OOM kills, whether it finished
+  threads    (`--part threads`, issue 26) a package that hard-codes nvcc's `--threads 4` and four
+             -gencode targets, its largest .cu compiled last: cold (cache off), no memory cap, with
+             pudev's derived MAX_JOBS and threads, then ninja's default and the package's own
+             threads (PUDEV_NO_DERIVED_JOBS=1). Target: derived at most 5% slower. The package is SYNTHETIC
+             (tests/fixtures/threads-extension, shaped like the real one): the real one takes 40+
+             minutes cold on 2 CPUs, this one minutes.
 
 The sdist is fetched once on the host (pinned by sha256) and mounted read-only: the containers
-need no network. Peak memory is the container cgroup's own high-water mark (page cache included);
-each compile's own peak (PUDEV_COMPILE_LOG: its largest process) is kept beside it, the measure
-behind pudev's per-job memory figure.
+need no network (the synthetic source is mounted from the checkout). Peak memory is the container
+cgroup's own high-water mark (page cache included); each compile's own peak (PUDEV_COMPILE_LOG: its
+largest process, and the --threads nvcc ran with) is kept beside it, the measure behind pudev's
+per-job memory figure.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections.abc import Callable
@@ -40,6 +48,16 @@ EXTENSION = {"name": "torch-harmonics", "version": "0.8.1",
 BUILD_ENV = {"TORCH_CUDA_ARCH_LIST": "8.0", "FORCE_CUDA_EXTENSION": "1"}  # CUDA kernels without a GPU here
 MEMORY_CAP = "4g"  # room for one job of the heaviest file and pip, not for ninja's default
 TARGETS = {"warm": 0.10, "wheelhouse": 0.05}
+# `--part threads`: the synthetic package of issue 26, built from this checkout.
+THREADS_SOURCE = REPO_ROOT / "tests" / "fixtures" / "threads-extension"
+THREADS_EXTENSION = {
+    "name": "pudev-threads-bench", "source": "tests/fixtures/threads-extension", "synthetic": True,
+    "nvcc": "--threads 4 -gencode sm_75 sm_80 sm_86 sm_90 (setup.py's own; TORCH_CUDA_ARCH_LIST adds none)",
+    "why": "synthetic: shaped like the package of issue 26 (setup.py hard-codes nvcc --threads 4 and its -gencode "
+           "targets; its largest .cu, torch's headers and templated kernels for four dtypes, compiles last), whose "
+           "real build takes 40+ minutes cold on 2 CPUs; this one takes minutes"}
+THREADS_DERIVED, THREADS_NINJA = "threads: derived jobs and threads", "threads: ninja default, package's threads"
+THREADS_TARGET = 1.05  # derived cold seconds / ninja's default cold seconds, at most
 SDIST_CACHE = REPO_ROOT / "reports" / "sdists"
 # Runs inside the container: the install, then the facts, as one JSON line.
 MEASURE = r"""
@@ -88,13 +106,14 @@ class Run:
     jobs: list[dict[str, Any]]  # PUDEV_COMPILE_LOG's lines: compiler, source, exit, seconds, peak_gib
 
 
-def _container(image: str, options: list[str], install: str, sdist: Path, timeout: float) -> dict[str, Any]:
+def _container(image: str, options: list[str], install: str, source: Path, timeout: float) -> dict[str, Any]:
+    """One build in a fresh container, `source` (an sdist or a source tree) mounted read-only in /bench."""
     name = f"pudev-bench-ext-{uuid.uuid4().hex[:8]}"
     env = [arg for key, value in {**BUILD_ENV, "PUDEV_COMPILE_LOG": "/tmp/compile-log.jsonl"}.items()
            for arg in ("--env", f"{key}={value}")]
     try:
         result = docker.run(["run", "--rm", "--name", name, "--label", f"{TRACKED_LABEL}=1", "--no-healthcheck", "-v",
-                             f"{sdist.parent}:/bench:ro", *env, *options, image, "bash", "-c",
+                             f"{source.parent}:/bench:ro", *env, *options, image, "bash", "-c",
                              MEASURE.replace("{install}", install)], check=False, timeout=timeout)
     finally:
         docker.run(["rm", "-f", name], check=False, timeout=60)
@@ -147,33 +166,72 @@ def memory_scenarios(image: str, sdist: Path, report: Callable[[Run], None]) -> 
     report(_run(f"derived jobs, {MEMORY_CAP} cap", _container(image, capped, _install(sdist), sdist, 7200), None))
 
 
+def threads_scenarios(image: str, source: Path, report: Callable[[Run], None]) -> None:
+    """The synthetic package of issue 26 built cold (cache off, no memory cap): pudev's derived MAX_JOBS and
+    nvcc threads, then ninja's default with the package's own threads (PUDEV_NO_DERIVED_JOBS=1); derived first,
+    so any cost of a cold page cache falls on our side. The source is copied out of the read-only mount
+    first: pip builds a source tree in place."""
+    options = ["--env", "CCACHE_DISABLE=1"]
+    install = f"cp -r /bench/{source.name} /tmp/src && {_pip_install('/tmp/src')}"
+    report(_run(THREADS_DERIVED, _container(image, options, install, source, 3600), None))
+    report(_run(THREADS_NINJA, _container(image, [*options, "--env", "PUDEV_NO_DERIVED_JOBS=1"], install, source,
+                                          3600), None))
+
+
+def threads_summary(runs: list[Run]) -> dict[str, Any] | None:
+    """Both cold times of `--part threads` and derived / ninja's default (None until both finished)."""
+    found = {run.scenario: run for run in runs if run.ok}
+    if THREADS_DERIVED not in found or THREADS_NINJA not in found:
+        return None
+    derived, ninja = found[THREADS_DERIVED].seconds, found[THREADS_NINJA].seconds
+    return {"derived_seconds": derived, "ninja_default_seconds": ninja, "ratio": round(derived / ninja, 3),
+            "target": THREADS_TARGET, "met": derived / ninja <= THREADS_TARGET}
+
+
+def _pip_install(target: str) -> str:
+    return f"pip install -v --no-deps --no-build-isolation --no-index --target /tmp/site {target}"
+
+
 def _install(sdist: Path) -> str:
-    return f"pip install -v --no-deps --no-build-isolation --no-index --target /tmp/site /bench/{sdist.name}"
+    return _pip_install(f"/bench/{sdist.name}")
 
 
-PARTS = {"speed": speed_scenarios, "memory": memory_scenarios}
+PARTS = {"speed": speed_scenarios, "memory": memory_scenarios, "threads": threads_scenarios}
+
+
+@functools.cache
+def _torch_harmonics() -> Path:
+    return fetch_sdist(EXTENSION["name"], EXTENSION["version"], EXTENSION["sha256"], SDIST_CACHE)
 
 
 def bench_ext(out: Path, image: str, profile: str, parts: list[str]) -> str:
     """Runs the parts asked for; the JSON is written after every scenario (a long run stopped
     halfway still leaves its numbers)."""
-    sdist = fetch_sdist(EXTENSION["name"], EXTENSION["version"], EXTENSION["sha256"], SDIST_CACHE)
     cpus = docker.run(["run", "--rm", "--entrypoint", "nproc", image]).stdout.strip()
     out.parent.mkdir(parents=True, exist_ok=True)
     runs: list[Run] = []
 
     def report(run: Run) -> None:
         runs.append(run)
-        result = {"profile": profile, "image": image, "extension": EXTENSION, "build_env": BUILD_ENV,
-                  "memory_cap": MEMORY_CAP, "cpus": int(cpus or 0), "targets": TARGETS,
+        result = {"profile": profile, "image": image, "build_env": BUILD_ENV, "cpus": int(cpus or 0),
+                  "targets": TARGETS,
+                  **({"extension": EXTENSION, "memory_cap": MEMORY_CAP} if set(parts) - {"threads"} else {}),
+                  **({"threads_extension": THREADS_EXTENSION, "threads": threads_summary(runs)}
+                     if "threads" in parts else {}),
                   "runs": [asdict(each) for each in runs]}
         out.write_text(json.dumps(result, indent=2) + "\n")
 
     for part in parts:
-        PARTS[part](image, sdist, report)
+        PARTS[part](image, THREADS_SOURCE if part == "threads" else _torch_harmonics(), report)
     rows = [[run.scenario, "ok" if run.ok else "FAILED", f"{run.seconds:.0f}",
              "" if run.ratio is None else f"{100 * run.ratio:.1f}%", f"{run.peak_gib:.2f}",
              f"{run.largest_job_gib:.2f}", str(run.oom_kills), run.max_jobs, f"{run.cache_hits}/{run.cache_misses}"]
             for run in runs]
-    return render_table(["scenario", "result", "seconds", "of cold", "peak GiB", "largest job GiB", "OOM kills",
-                         "MAX_JOBS", "cache hit/miss"], rows)
+    table = render_table(["scenario", "result", "seconds", "of cold", "peak GiB", "largest job GiB", "OOM kills",
+                          "MAX_JOBS", "cache hit/miss"], rows)
+    summary = threads_summary(runs)
+    if summary is None:
+        return table
+    return (f"{table}\nthreads (synthetic package, {THREADS_EXTENSION['nvcc']}): derived "
+            f"{summary['derived_seconds']:.0f} s / ninja's default {summary['ninja_default_seconds']:.0f} s = "
+            f"{summary['ratio']:.3f} (target <= {THREADS_TARGET})")

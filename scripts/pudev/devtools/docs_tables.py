@@ -30,7 +30,8 @@ HAND_WRITTEN = frozenset({"hardened-run"})
 START = re.compile(r"<!-- ([\w-]+):start -->")
 
 BUILD_PROFILES = ("local", "local-current")
-BUILD_SCENARIOS = {"cold": "cold", "tool-edit": "an in-image tool file edited",
+BUILD_SCENARIOS = {"naive": "naive single-stage Dockerfile (docker/bench/naive.Dockerfile), cold",
+                   "cold": "cold (ratio: of the naive build)", "tool-edit": "an in-image tool file edited",
                    "requirement-change": "a light requirement changed ({probe}: last layer)",
                    "heavy-requirement-change": "a heavy requirement changed ({probe}: first layer)",
                    "mirror-change": "MIRROR changed", "no-op": "no-op rebuild"}
@@ -111,7 +112,7 @@ def build_speed() -> str:
         cells = []
         for profile in BUILD_PROFILES:
             item = measured[profile][scenario]
-            cells.append(f"{item.seconds:.1f} s" if scenario == "cold" else f"{item.seconds:.1f} s, {item.ratio:.1%}")
+            cells.append(f"{item.seconds:.1f} s" if scenario == "naive" else f"{item.seconds:.1f} s, {item.ratio:.1%}")
         target = first["targets"].get(scenario)
         rows.append([BUILD_SCENARIOS.get(scenario, scenario).format(probe=probe), *cells,
                      "" if target is None else f"<= {target:.0%}"])
@@ -129,9 +130,9 @@ def _size_parts(sizes: dict[str, Any]) -> dict[str, str]:
         step, size = layer["created_by"], layer["size"] / MIB
         if toolkit := re.search(r"COPY /usr/local/cuda-([\d.]+) ", step):
             toolkits.append(f"{toolkit.group(1)}: {size:.0f}")
-        elif "install-os-packages.sh" in step:
+        elif "/tmp/os-packages/layer.tar" in step:  # the os-packages stage's tar, unpacked
             os_packages += size
-        elif "install-layer.sh" in step:
+        elif "/tmp/packages-" in step:  # a package stage's tar, unpacked
             packages.append(f"{size:.0f}")
         else:
             other.append(size)
@@ -140,13 +141,20 @@ def _size_parts(sizes: dict[str, Any]) -> dict[str, str]:
             "other": f"{max(other, default=0):.1f} or less each", "image": f"{sizes['size'] / MIB:.0f}"}
 
 
+def _layer_names() -> list[str]:
+    from pudev.building.lock_slices import read_layers
+    from pudev.building.requirement_locks import layers_path
+
+    return [layer.name for layer in read_layers(layers_path().read_text())]
+
+
 def build_sizes() -> str:
     """Sizes in MiB, of each stand-in image and of what each of its layers adds."""
     runs = _build_runs()
     parts = {profile: _size_parts(run["sizes"]) for profile, run in runs.items()}
     labels = {"base": "stand-in base (OS, Python and torch)", "toolkits": "CUDA toolkits",
               "os": "compilers, build tools, shells (OS packages)",
-              "packages": "Python packages: scientific + large + rest (one layer each)",
+              "packages": f"Python packages: {' + '.join(_layer_names())} (one layer each)",
               "other": "every other layer", "image": "the image"}
     rows = [[label, *(parts[profile][key] for profile in BUILD_PROFILES)] for key, label in labels.items()]
     headers = ["MiB", *(_profile_header(p, runs[p]["sizes"]["image"]) for p in BUILD_PROFILES)]
@@ -278,9 +286,42 @@ def layering() -> str:
     return layering_markdown(*layout_rules())
 
 
+def ext_threads() -> str:
+    """`bench-ext --part threads` before and after the thread rule changed (one machine, one image each)."""
+    runs = {when: _benchmark(name) for when, name in (("before", "bench-ext-threads-before.json"),
+                                                      ("after", "bench-ext-threads.json"))}
+    rows = []
+    for label, key in (("pudev's derived MAX_JOBS and threads", "derived_seconds"),
+                       ("ninja's default jobs, the package's own threads", "ninja_default_seconds")):
+        rows.append([label, *(f"{runs[when]['threads'][key]:.0f} s" for when in runs), ""])
+    rows.append(["derived / ninja's default", *(f"{runs[when]['threads']['ratio']:.3f}" for when in runs),
+                 f"<= {runs['after']['threads']['target']}"])
+    sources = ", ".join(f"`benchmarks/{name}`" for name in ("bench-ext-threads-before.json", "bench-ext-threads.json"))
+    return (f"The synthetic package, cold, no memory cap, {runs['after']['cpus']} CPUs ({sources}).\n\n"
+            + markdown_table(["cold build", "before (launcher capped threads by CPUs)", "after (by memory only)",
+                              "target"], rows))
+
+
+def download_size() -> str:
+    """The image's own layers as a user downloads them: gzip (the default tags) and zstd (TAG-zstd)."""
+    data = _benchmark("download-size.json")
+    rows = [[item["step"][:70].replace("|", "/"), f"{item['gzip'] / 1e6:.1f}", f"{item['zstd'] / 1e6:.1f}"]
+            for item in data["own_layers"] if item["gzip"] >= 1_000_000]
+    own = data["own_bytes"]
+    rows.append(["**the image's own layers**", f"**{own['gzip'] / 1e6:.0f}**", f"**{own['zstd'] / 1e6:.0f}**"])
+    base = data["base_bytes"]
+    rows.append(["the base's layers (pulled once, shared by every release)", f"{base['gzip'] / 1e6:.0f}",
+                 f"{base['zstd'] / 1e6:.0f}"])
+    return (f"`{data['variant']}`, measured {data['measured_at'][:10]} from the pushed manifests by the podman "
+            f"e2e test (`benchmarks/download-size.json`; zstd -{data['zstd_level']} for the image's own layers, "
+            f"-{data['zstd_base_level']} for the base's; budget {data['budget_bytes'] / 1e6:.0f} MB).\n\n"
+            + markdown_table(["layer (MB, compressed)", "gzip", "zstd"], rows))
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "variants": variants, "test-times": test_times, "build-speed": build_speed, "build-sizes": build_sizes,
     "ext-bench": ext_bench, "compile-peaks": compile_peaks, "arm64-costs": arm64_costs, "layering": layering,
+    "ext-threads": ext_threads, "download-size": download_size,
 }
 
 

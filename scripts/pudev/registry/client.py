@@ -145,6 +145,15 @@ class RegistryClient:
         body, media_type = self.manifest(repository, digest)
         self.put_manifest(repository, tag, body, media_type)
 
+    def list_tags(self, repository: str) -> list[str]:
+        """The repository's tags (the first thousand; an unknown repository has none)."""
+        answer = self.request("GET", f"/v2/{repository}/tags/list?n=1000", scope=f"repository:{repository}:pull")
+        if answer.status_code == 404:
+            return []
+        if answer.status_code != 200:
+            raise PudevError(f"{self.host}/{repository}: listing tags answered {answer.status_code}")
+        return list(answer.json().get("tags") or [])
+
     def put_manifest(self, repository: str, reference: str, body: bytes, media_type: str) -> requests.Response:
         answer = self.request("PUT", f"/v2/{repository}/manifests/{reference}",
                               scope=f"repository:{repository}:pull,push", headers={"Content-Type": media_type},

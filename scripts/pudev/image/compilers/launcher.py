@@ -12,7 +12,10 @@ What it adds on the way:
     key holds them (-ccbin of the toolkit's host compiler, --threads, -gencode ...): ccache
     does not read nvcc's environment, and would hand back objects built with other flags.
   - nvcc's --threads (device compilations at once inside one job, which packages hard-code)
-    is capped to what the container's memory allows when pudev derived MAX_JOBS.
+    is kept while MAX_JOBS x threads device compilations fit the memory MAX_JOBS was derived
+    from, and lowered to what fits when they do not (parallelism.py says why memory alone).
+    Threads the user set (NVCC_*_FLAGS), a MAX_JOBS of their own, or PUDEV_NO_DERIVED_JOBS
+    leave it alone.
   - The child's PATH loses the masquerade directory, so nvcc's own host-compiler calls go
     straight to g++ and are not cached twice.
   - A compile the OOM killer broke (the cgroup's oom_kill count rose) gets one line saying so, with the
@@ -39,6 +42,7 @@ MASQUERADE = f"{HOME}/bin"
 CCACHE = "/usr/local/bin/ccache"
 LAUNCHER_NAME = "pudev-compile"
 THREAD_FLAGS = ("--threads", "-t")
+TARGET_FLAGS = ("-gencode", "--generate-code")  # one device compilation each
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c", ".C")
 
 
@@ -102,20 +106,23 @@ def with_threads(args: list[str], threads: int) -> list[str]:
     return result
 
 
+def target_count(args: list[str]) -> int:
+    """Device compilations nvcc is asked for: one per -gencode (0 when only -arch or nothing says)."""
+    return sum(arg in TARGET_FLAGS or arg.startswith(tuple(flag + "=" for flag in TARGET_FLAGS)) for arg in args)
+
+
 def nvcc_arguments(args: list[str], env: dict[str, str]) -> list[str]:
-    """nvcc's command line with its environment flags folded in and its threads capped."""
+    """nvcc's command line with its environment flags folded in and its threads fitted to the memory."""
     prepend = shlex.split(env.pop("NVCC_PREPEND_FLAGS", ""))
     append = shlex.split(env.pop("NVCC_APPEND_FLAGS", ""))
     user_threads = thread_count(prepend + append) is not None
     full = [*prepend, *args, *append]
     asked = thread_count(full)
-    if asked is None or user_threads or not parallelism.derived_by_us(env):
+    if asked is None or user_threads or env.get(parallelism.OPT_OUT) or not parallelism.derived_by_us(env):
         return full
-    jobs = int(env.get("MAX_JOBS") or 1)
-    allowed = parallelism.budget(env).nvcc_threads(jobs)
-    if asked == 0 or asked > allowed:
-        return with_threads(full, allowed)
-    return full
+    jobs = int(env.get("MAX_JOBS") or 1)  # unset: a build no Python started (a shell's cmake): one job known
+    threads = parallelism.build_budget(env).nvcc_threads(jobs, asked, target_count(full))
+    return full if threads == asked else with_threads(full, threads)
 
 
 def under_ccache() -> bool:
@@ -143,8 +150,12 @@ def _log_compile(path: str, compiler: str, args: list[str], code: int, seconds: 
     the largest single process under this one (cc1plus, cicc, ptxas), from the kernel's own accounting."""
     sources = [arg for arg in args if arg.endswith(SOURCE_SUFFIXES)]
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    entry = {"compiler": os.path.basename(compiler), "source": os.path.basename(sources[-1]) if sources else "",
-             "exit": code, "seconds": round(seconds, 2), "peak_bytes": peak}
+    entry: dict[str, object] = {"compiler": os.path.basename(compiler),
+                                "source": os.path.basename(sources[-1]) if sources else "", "exit": code,
+                                "seconds": round(seconds, 2), "peak_bytes": peak}
+    threads = thread_count(args)
+    if threads is not None:  # the --threads nvcc ran with, after nvcc_arguments fitted it
+        entry["threads"] = threads
     try:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(entry) + "\n")

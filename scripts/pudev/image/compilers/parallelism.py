@@ -7,9 +7,14 @@ The per-job figure is measured (PUDEV_COMPILE_LOG, docs/using/extensions.md), on
 for sm_80: one g++ translation unit with torch's headers peaked at 1.38-1.57 GiB on the torch 2.4.1
 stand-in and 1.63-1.87 GiB on 2.15.0, one nvcc device compilation at 2.41-2.88 GiB with nvcc 12.4
 and 2.74-3.33 GiB with nvcc 13.2. ninja mixes both kinds, so a job is budgeted at the larger, with
-headroom; the front end (pip, setup.py with torch imported) keeps its own share. nvcc's own
-`--threads` (device compilations at once inside one job, which packages hard-code) is capped by
-the same budget (launcher.py).
+headroom; the front end (pip, setup.py with torch imported) keeps its own share.
+
+nvcc's own `--threads N` (N device compilations at once inside one job: one per -gencode target,
+which packages hard-code) multiplies that: jobs x N device compilations run at once. Only memory
+limits it (launcher.py): a package's N stays while jobs x N fit, else drops to what fits (at least
+1). CPUs are no reason to lower it: a package's largest .cu often compiles last and alone, and its
+targets one after another on one CPU left the others idle (2 CPUs, MAX_JOBS=2, `--threads 4` cut to
+1: 2,567 s cold against 1,709 s with the package's own threads; issue 26).
 
 Every Python start-up applies it (pudev.image.startup), so pip, setup.py and torch's JIT load()
 all see it without the entrypoint. Standard library only.
@@ -34,6 +39,10 @@ FRONT_END_BYTES = GIB // 2
 # Set beside MAX_JOBS when pudev derived it: a MAX_JOBS equal to it is ours (derived again in each
 # process, the container's memory in use changes), anything else is the user's and is left alone.
 DERIVED_MARK = "PUDEV_DERIVED_MAX_JOBS"
+# The memory MAX_JOBS was derived from (bytes; empty: unknown), for the launcher's nvcc threads: read
+# again mid-build, the memory the other jobs' compiles hold would count against this one twice.
+DERIVED_MEMORY = "PUDEV_DERIVED_MEMORY"
+OPT_OUT = "PUDEV_NO_DERIVED_JOBS"  # set: neither MAX_JOBS nor nvcc's threads are touched (ninja's default)
 
 
 class Budget:
@@ -46,16 +55,35 @@ class Budget:
         self.cgroup_version = cgroup_version
 
     @property
+    def device_slots(self) -> int | None:
+        """Device compilations the memory holds at once beside the front end (None: memory unknown)."""
+        if self.memory is None:
+            return None
+        return max(1, (self.memory - FRONT_END_BYTES) // DEVICE_COMPILE_BYTES)
+
+    @property
     def max_jobs(self) -> int:
+        # One job per CPU, not ninja's CPUs + 2: the two extra jobs buy little when each compile is CPU-bound
+        # for tens of seconds (torch's headers), and under a memory budget each costs device-compilation
+        # room that a package's nvcc --threads then loses. 2 CPUs, 22 GiB: 6 slots hold 2 jobs x 3 threads,
+        # but 4 jobs x 1 thread, which leaves the last .cu's targets one after another on one CPU again.
         by_memory = self.cpus if self.memory is None else (self.memory - FRONT_END_BYTES) // JOB_BYTES
         return max(1, min(self.cpus, by_memory))
 
-    def nvcc_threads(self, jobs: int) -> int:
-        """Device compilations one nvcc job may run at once, with `jobs` jobs side by side."""
-        by_cpu = max(1, self.cpus // max(1, jobs))
-        if self.memory is None:
-            return by_cpu
-        return max(1, min(by_cpu, (self.memory - FRONT_END_BYTES) // max(1, jobs) // DEVICE_COMPILE_BYTES))
+    def nvcc_threads(self, jobs: int, asked: int, targets: int = 0) -> int:
+        """nvcc's --threads for a package that asked for `asked` (0: one per CPU), with `jobs` jobs side by
+        side and `targets` device compilations in this nvcc call (0: not known): the package's own count
+        while jobs x count device compilations fit the memory, else what fits, at least 1."""
+        wanted = self.cpus if asked == 0 else asked  # nvcc's 0 counts the host's CPUs, not the CPU quota
+        slots = self.device_slots
+        if slots is None or jobs * wanted <= slots:
+            return wanted
+        fits = max(1, slots // max(1, jobs))
+        if targets <= fits:
+            return fits
+        # The fewest threads for the same rounds: 4 targets with room for 3 run as 2 + 2, not 3 then 1
+        # alone (a last round of one leaves the other CPUs idle), in less memory.
+        return math.ceil(targets / math.ceil(targets / fits))
 
 
 def budget(env: Mapping[str, str] | None = None) -> Budget:
@@ -79,11 +107,22 @@ def derived_by_us(env: Mapping[str, str]) -> bool:
     return "MAX_JOBS" not in env or env.get("MAX_JOBS") == env.get(DERIVED_MARK)
 
 
+def build_budget(env: Mapping[str, str]) -> Budget:
+    """The budget this build's MAX_JOBS was derived from (recorded beside it), else the container's now."""
+    found = budget(env)
+    recorded = env.get(DERIVED_MEMORY)
+    if recorded is not None and (recorded.isdigit() or not recorded):
+        found.memory = int(recorded) if recorded else None
+    return found
+
+
 def apply(env: MutableMapping[str, str]) -> None:
     """Set MAX_JOBS (and CMake's level) from this container's budget unless the user chose them."""
-    if not derived_by_us(env) or env.get("PUDEV_NO_DERIVED_JOBS"):
+    if not derived_by_us(env) or env.get(OPT_OUT):
         return
-    jobs = str(budget(env).max_jobs)
+    found = budget(env)
+    jobs = str(found.max_jobs)
     env["MAX_JOBS"] = env[DERIVED_MARK] = jobs
+    env[DERIVED_MEMORY] = "" if found.memory is None else str(found.memory)
     if env.get("CMAKE_BUILD_PARALLEL_LEVEL", jobs) == env.get("PUDEV_DERIVED_CMAKE_LEVEL", jobs):
         env["CMAKE_BUILD_PARALLEL_LEVEL"] = env["PUDEV_DERIVED_CMAKE_LEVEL"] = jobs
