@@ -14,8 +14,9 @@ python3 "$here/lock-against-base.py" write /tmp/layer.txt /tmp/install.txt /etc/
 eval "$(PYTHONPATH="$here/pudev-lib" python3 -m pudev.mirror build-env "$mirror")"
 if [ -s /tmp/install.txt ]; then
     # uv's own --compile-bytecode would compile the whole environment, the base's torch included.
+    # --break-system-packages: a system-Python base (PEP 668) takes them, as the image lets pip and uv do.
     sh "$here/with-ca.sh" "$here/uv/bin/uv" pip install --python "$(command -v python3)" --require-hashes \
-        --no-deps --link-mode copy -r /tmp/install.txt
+        --no-deps --link-mode copy --break-system-packages -r /tmp/install.txt
 fi
 rm -f "$(python3 -c 'import sys; print(sys.prefix)')/.lock"
 # The test suites of the biggest packages (scipy 31 MB, pandas 45 MB): nothing imports them at run time.
