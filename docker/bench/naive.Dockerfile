@@ -22,6 +22,8 @@ RUN --mount=type=secret,id=ca --mount=type=bind,source=docker/steps/with-ca.sh,t
         && DEBIAN_FRONTEND=noninteractive apt-get $PUDEV_APT_CA_OPTIONS install -y --no-install-recommends $OS_PACKAGES'
 ARG LOCK
 COPY requirements/lock/${LOCK} /tmp/requirements.txt
+# What pip's own error asks for on a system-Python base (PEP 668).
+ENV PIP_BREAK_SYSTEM_PACKAGES=1
 RUN --mount=type=secret,id=ca --mount=type=bind,source=docker/steps/with-ca.sh,target=/with-ca.sh \
     sh /with-ca.sh python3 -m pip install -r /tmp/requirements.txt
 RUN rm -rf /var/lib/apt/lists/* /root/.cache/pip /tmp/requirements.txt

@@ -4,11 +4,23 @@ libraries and NVRTC that torch ships, which prune-toolkit.sh removed from the to
 Usage: python link-toolkits.py DEFAULT_TOOLKIT TOOLKIT...
 """
 
+import importlib.util
+import re
 import sys
 import sysconfig
 from pathlib import Path
 
-import torch
+
+def torch_cuda() -> str:
+    """torch's CUDA version, read from torch/version.py: importing torch takes seconds (10 s measured under
+    a parallel build's load), and this step is on the build's critical path."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("link-toolkits: the base has no torch")
+    text = (Path(next(iter(spec.submodule_search_locations))) / "version.py").read_text()
+    found = re.search(r"^cuda(?:\s*:\s*[^=]+)?\s*=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
+    return found.group(1) if found else ""
+
 
 MATH_LIBRARIES = ("cublas", "cublasLt", "cufft", "cufftw", "curand", "cusolver", "cusparse", "nvJitLink", "nvrtc")
 
@@ -21,13 +33,14 @@ def torch_library_dirs() -> list[Path]:
 
 def main() -> None:
     default, *versions = sys.argv[1:]
-    torch_major = (torch.version.cuda or "").split(".")[0]
+    cuda = torch_cuda()
+    torch_major = cuda.split(".")[0]
     if default.split(".")[0] != torch_major:
-        sys.exit(f"link-toolkits: default toolkit {default} does not match torch's CUDA {torch.version.cuda}")
-    cuda = Path("/usr/local/cuda")
-    if cuda.is_symlink() or not cuda.exists():
-        cuda.unlink(missing_ok=True)
-        cuda.symlink_to(f"cuda-{default}")
+        sys.exit(f"link-toolkits: default toolkit {default} does not match torch's CUDA {cuda or '(none)'}")
+    current = Path("/usr/local/cuda")
+    if current.is_symlink() or not current.exists():
+        current.unlink(missing_ok=True)
+        current.symlink_to(f"cuda-{default}")
     for version in versions:
         if version.split(".")[0] != torch_major:
             continue

@@ -130,7 +130,7 @@ def _size_parts(sizes: dict[str, Any]) -> dict[str, str]:
         step, size = layer["created_by"], layer["size"] / MIB
         if toolkit := re.search(r"COPY /usr/local/cuda-([\d.]+) ", step):
             toolkits.append(f"{toolkit.group(1)}: {size:.0f}")
-        elif "/tmp/os-packages/layer.tar" in step:  # the os-packages stage's tar, unpacked
+        elif "install-os-packages.sh" in step:
             os_packages += size
         elif "/tmp/packages-" in step:  # a package stage's tar, unpacked
             packages.append(f"{size:.0f}")

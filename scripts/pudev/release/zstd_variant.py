@@ -37,8 +37,8 @@ SUFFIX = "-zstd"
 # as fast at any level, so the level only costs the publisher.
 DEFAULT_LEVEL = 12
 DEFAULT_BASE_LEVEL = 3
-# The history entry of docker/Dockerfile's first layer of its own (a unit test keeps it first).
-FIRST_OWN_LAYER = "COPY /etc/pudev/torch-constraints.txt "
+# What the history entry of docker/Dockerfile's first layer of its own names (a unit test keeps it first).
+FIRST_OWN_LAYER = "/tmp/install-os-packages.sh"
 
 
 def base_layer_count(config: dict[str, Any]) -> int | None:
@@ -46,7 +46,7 @@ def base_layer_count(config: dict[str, Any]) -> int | None:
     (None for an image pudev did not build)."""
     layers = 0
     for entry in config.get("history", []):
-        if entry.get("created_by", "").startswith(FIRST_OWN_LAYER):
+        if FIRST_OWN_LAYER in entry.get("created_by", ""):
             return layers
         if not entry.get("empty_layer"):
             layers += 1
