@@ -96,13 +96,19 @@ def zstd_copy(local_image: LocalImage, kept_registry: RealisticRegistry, report_
     return copy
 
 
+def _command(created_by: str) -> str:
+    """A history entry as the Dockerfile wrote it: without the build arguments and shell BuildKit puts first."""
+    text = " ".join(created_by.split()).removesuffix(" # buildkit")
+    return re.sub(r"^RUN \|\d+ .*? /bin/(?:ba)?sh (?:-o pipefail )?-c ", "RUN ", text)
+
+
 def _download_report(copy: ZstdCopy, seconds: float, printed: str) -> dict[str, Any]:
     """What a user downloads: the image's own layers (above its base) as each manifest records them."""
     base = base_layer_count(copy.config)
     assert base is not None, "the image's history has no first own layer: not built from docker/Dockerfile"
     steps = [entry.get("created_by", "") for entry in copy.config["history"] if not entry.get("empty_layer")]
     sizes = {kind: [int(layer["size"]) for layer in manifest["layers"]] for kind, manifest in copy.manifests.items()}
-    own = [{"step": " ".join(step.split())[:120], "gzip": gzip, "zstd": zstd}
+    own = [{"step": _command(step)[:120], "gzip": gzip, "zstd": zstd}
            for step, gzip, zstd in zip(steps[base:], sizes["gzip"][base:], sizes["zstd"][base:], strict=True)]
     converted = re.search(r"\((\d+) layers converted, (\d+) reused", printed)
     return {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "variant": profile_variant("local").name,

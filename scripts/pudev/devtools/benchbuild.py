@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pudev.building.buildlog import find_failure
 from pudev.building.lock_slices import Layer, Pin, normalize, read_layers, read_pins
 from pudev.building.plan import local_tag
 from pudev.building.plan_assembly import BuildOptions, plan_builds
@@ -150,9 +151,11 @@ def _naive(variant: Variant, profile: str) -> Measurement:
     result = docker.run([*command, str(REPO_ROOT)], check=False, timeout=3600)
     seconds = time.monotonic() - started
     docker.run(["rmi", "--force", tag], check=False)
-    if result.returncode != 0:
-        raise PudevError(f"the naive build failed during the benchmark: {docker.last_line(result.stderr)}")
     log = result.stderr + result.stdout
+    if result.returncode != 0:
+        failure = find_failure(log.splitlines())
+        detail = "\n".join(failure.log_tail) if failure else docker.last_line(result.stderr)
+        raise PudevError(f"the naive build failed during the benchmark:\n{detail}")
     return Measurement("naive", seconds, 1.0, rebuilt_steps(log), steps=[asdict(item) for item in step_times(log)])
 
 
