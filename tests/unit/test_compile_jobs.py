@@ -170,7 +170,7 @@ def test_unknown_memory_keeps_a_packages_threads(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(cgroup, "host_memory_available", lambda: None)
     env = {"PUDEV_CGROUP_ROOT": "/nonexistent"}
     parallelism.apply(env)
-    assert env["MAX_JOBS"] == "2" and env[parallelism.DERIVED_MEMORY] == ""
+    assert env["MAX_JOBS"] == "2" and env[parallelism.DERIVED_SLOTS] == ""
     assert launcher.nvcc_arguments(["-c", "k.cu", "--threads", "8"], dict(env))[-1] == "8"
 
 

@@ -39,9 +39,10 @@ FRONT_END_BYTES = GIB // 2
 # Set beside MAX_JOBS when pudev derived it: a MAX_JOBS equal to it is ours (derived again in each
 # process, the container's memory in use changes), anything else is the user's and is left alone.
 DERIVED_MARK = "PUDEV_DERIVED_MAX_JOBS"
-# The memory MAX_JOBS was derived from (bytes; empty: unknown), for the launcher's nvcc threads: read
-# again mid-build, the memory the other jobs' compiles hold would count against this one twice.
-DERIVED_MEMORY = "PUDEV_DERIVED_MEMORY"
+# The device compilations the memory held when MAX_JOBS was derived (empty: memory unknown), for the
+# launcher's nvcc threads: read again mid-build, the memory the other jobs' compiles hold would count
+# against this one twice. Slots, not bytes: the environment stays the same from one start to the next.
+DERIVED_SLOTS = "PUDEV_DERIVED_DEVICE_SLOTS"
 OPT_OUT = "PUDEV_NO_DERIVED_JOBS"  # set: neither MAX_JOBS nor nvcc's threads are touched (ninja's default)
 
 
@@ -110,9 +111,10 @@ def derived_by_us(env: Mapping[str, str]) -> bool:
 def build_budget(env: Mapping[str, str]) -> Budget:
     """The budget this build's MAX_JOBS was derived from (recorded beside it), else the container's now."""
     found = budget(env)
-    recorded = env.get(DERIVED_MEMORY)
+    recorded = env.get(DERIVED_SLOTS)
     if recorded is not None and (recorded.isdigit() or not recorded):
-        found.memory = int(recorded) if recorded else None
+        # The memory that holds exactly the recorded slots.
+        found.memory = FRONT_END_BYTES + int(recorded) * DEVICE_COMPILE_BYTES if recorded else None
     return found
 
 
@@ -123,6 +125,6 @@ def apply(env: MutableMapping[str, str]) -> None:
     found = budget(env)
     jobs = str(found.max_jobs)
     env["MAX_JOBS"] = env[DERIVED_MARK] = jobs
-    env[DERIVED_MEMORY] = "" if found.memory is None else str(found.memory)
+    env[DERIVED_SLOTS] = "" if found.device_slots is None else str(found.device_slots)
     if env.get("CMAKE_BUILD_PARALLEL_LEVEL", jobs) == env.get("PUDEV_DERIVED_CMAKE_LEVEL", jobs):
         env["CMAKE_BUILD_PARALLEL_LEVEL"] = env["PUDEV_DERIVED_CMAKE_LEVEL"] = jobs
