@@ -5,8 +5,10 @@ as a bad tar), so the gzip tags stay what every client pulls, and TAG-zstd serve
 containerd 1.5+, Docker 23+ and enroot 4.0+. Every layer is recompressed, the base's too, since enroot
 decides the compression of all layers from the first one's media type. The image config is the same
 blob, so both tags name the image that passed (the same config digest and diff_ids); only the
-compressed bytes differ. A layer already converted for an earlier TAG-zstd (the same diff_id, which
-is the uncompressed content) is reused, so a release converts only the layers it changed.
+compressed bytes differ. A layer already converted (the same diff_id, which is the uncompressed
+content) is reused when the repository still holds its blob: found through the repository's other
+-zstd tags, or through this machine's record of what it converted before (a registry that keeps
+blobs but not tags, as the e2e registry between runs), so a release converts only what it changed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from pudev.common.errors import PudevError
 from pudev.common.imageref import parse_image_ref
+from pudev.paths import cache_dir
 from pudev.registry.client import RegistryClient
 from pudev.registry.names import api_host
 
@@ -39,6 +42,27 @@ DEFAULT_LEVEL = 12
 DEFAULT_BASE_LEVEL = 3
 # What the history entry of docker/Dockerfile's first layer of its own names (a unit test keeps it first).
 FIRST_OWN_LAYER = "/tmp/install-os-packages.sh"
+
+
+RECORD_FILE = "zstd-layers.json"  # in pudev's cache: "diff_id zstd-LEVEL" -> the zstd layer's descriptor
+
+
+def _recorded() -> dict[str, dict[str, Any]]:
+    try:
+        found = json.loads((cache_dir() / RECORD_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _remember(converted: dict[str, dict[str, Any]]) -> None:
+    """Add this run's conversions to the record (descriptors only: no host, path or credential)."""
+    if not converted:
+        return
+    path = cache_dir() / RECORD_FILE
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps({**_recorded(), **converted}, indent=1, sort_keys=True) + "\n")
+    partial.replace(path)
 
 
 def base_layer_count(config: dict[str, Any]) -> int | None:
@@ -134,16 +158,20 @@ def convert_manifest(client: RegistryClient, repository: str, manifest: dict[str
         raise PudevError(f"{repository}: the manifest has {len(manifest['layers'])} layers, its config "
                          f"{len(diff_ids)}; not converting an inconsistent image")
     layers, converted, reused = [], 0, 0
+    recorded, made = _recorded(), {}
     for index, (diff_id, layer) in enumerate(zip(diff_ids, manifest["layers"], strict=True)):
-        known = earlier.get(diff_id)
+        layer_level = base_level if index < base_layers else level
+        key = f"{diff_id} zstd-{layer_level}"
+        known = earlier.get(diff_id) or recorded.get(key)
         if known and client.blob_exists(repository, known["digest"]):
             layers.append(known)
             reused += 1
             continue
-        data = _recompress(client, repository, layer, diff_id, base_level if index < base_layers else level)
-        layers.append({"mediaType": OCI_ZSTD_LAYER, "digest": client.upload_blob(repository, data),
-                       "size": len(data)})
+        data = _recompress(client, repository, layer, diff_id, layer_level)
+        made[key] = {"mediaType": OCI_ZSTD_LAYER, "digest": client.upload_blob(repository, data), "size": len(data)}
+        layers.append(made[key])
         converted += 1
+    _remember(made)
     body = {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
             "config": {"mediaType": OCI_CONFIG, "digest": manifest["config"]["digest"],
                        "size": manifest["config"]["size"]},
