@@ -1,5 +1,5 @@
 #!/bin/sh
-# One Python package layer, in its own stage on the bare base (run by capture-written.sh, which
+# One Python package layer, in its own stage on the bare base (run by capture-written.py, which
 # keeps what it wrote for the final stage): its slice of the lock (/tmp/layer.txt, cut by
 # lock_slices.py), less what the base ships, installed by uv (from the uv stage) with the lock's
 # hashes and without dependencies (the other layers bring those, and check-installed.py after
@@ -26,6 +26,6 @@ for package in scipy pandas matplotlib; do
         find "$purelib/$package" -type d -name tests -prune -exec rm -rf {} +
     fi
 done
-# What the install wrote (PUDEV_WRITTEN_SINCE: capture-written.sh's start), byte-compiled.
+# What the install wrote (PUDEV_WRITTEN_SINCE: capture-written.py's start), byte-compiled.
 find / -xdev -name '*.py' -cnewer "$PUDEV_WRITTEN_SINCE" ! -path '/tmp/*' -print0 \
     | xargs -0 -r python3 -m compileall -q -j 0 >/dev/null

@@ -18,8 +18,11 @@ trap 'rm -rf "$sources"' EXIT
 python3 -m pudev.mirror save-originals
 python3 -m pudev.mirror build-sources "$build_mirror" "$sources"
 # shellcheck disable=SC2086  # PUDEV_APT_CA_OPTIONS holds several words on purpose.
+# dpkg's fsync after every file buys nothing in a build step, whose layer is kept only once it
+# ends: unsafe-io here alone (the image's own apt keeps dpkg's defaults).
 set -- "$@" -- -o "Dir::Etc::SourceList=$sources/sources.list" \
-    -o "Dir::Etc::SourceParts=$sources/sources.list.d" ${PUDEV_APT_CA_OPTIONS:-}
+    -o "Dir::Etc::SourceParts=$sources/sources.list.d" -o "Dpkg::Options::=--force-unsafe-io" \
+    ${PUDEV_APT_CA_OPTIONS:-}
 max_gccs=""
 while [ "$1" != "--" ]; do max_gccs="$max_gccs $1"; shift; done
 shift

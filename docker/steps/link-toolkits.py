@@ -1,26 +1,13 @@
 """Point /usr/local/cuda at the default toolkit, and give the toolkit that shares
 torch's CUDA major version linker names (libcublas.so, ...) for the math
 libraries and NVRTC that torch ships, which prune-toolkit.sh removed from the toolkit itself.
-Usage: python link-toolkits.py DEFAULT_TOOLKIT TOOLKIT...
+torch's CUDA version is the variant's, which the torch guard (protect-torch.py) proved before this runs.
+Usage: python link-toolkits.py TORCH_CUDA DEFAULT_TOOLKIT TOOLKIT...
 """
 
-import importlib.util
-import re
 import sys
 import sysconfig
 from pathlib import Path
-
-
-def torch_cuda() -> str:
-    """torch's CUDA version, read from torch/version.py: importing torch takes seconds (10 s measured under
-    a parallel build's load), and this step is on the build's critical path."""
-    spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("link-toolkits: the base has no torch")
-    text = (Path(next(iter(spec.submodule_search_locations))) / "version.py").read_text()
-    found = re.search(r"^cuda(?:\s*:\s*[^=]+)?\s*=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
-    return found.group(1) if found else ""
-
 
 MATH_LIBRARIES = ("cublas", "cublasLt", "cufft", "cufftw", "curand", "cusolver", "cusparse", "nvJitLink", "nvrtc")
 
@@ -32,8 +19,7 @@ def torch_library_dirs() -> list[Path]:
 
 
 def main() -> None:
-    default, *versions = sys.argv[1:]
-    cuda = torch_cuda()
+    cuda, default, *versions = sys.argv[1:]
     torch_major = cuda.split(".")[0]
     if default.split(".")[0] != torch_major:
         sys.exit(f"link-toolkits: default toolkit {default} does not match torch's CUDA {cuda or '(none)'}")

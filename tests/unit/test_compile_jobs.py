@@ -265,3 +265,17 @@ def test_the_oom_line_says_when_ninja_chose_the_jobs(tmp_path: Path) -> None:
     assert line.startswith("pudev: nvcc compiling attention_cuda_bwd.cu was killed for lack of memory: this "
                            "container may use 3.0 GiB (cgroup v2 memory limit), MAX_JOBS unset (ninja runs one job "
                            "per CPU + 2); build with fewer jobs")
+
+
+@pytest.mark.parametrize(("before", "after"), [("0", "500"), ("-200", "500"), ("800", "800"), ("1000", "1000")])
+def test_the_compiler_becomes_the_oom_killers_first_choice_and_is_never_made_safer(tmp_path: Path, before: str,
+                                                                                  after: str) -> None:
+    score = tmp_path / "oom_score_adj"
+    score.write_text(before + "\n")
+    launcher.prefer_compilers_for_oom(str(score))
+    assert score.read_text().strip() == after
+
+
+def test_a_proc_that_refuses_the_score_leaves_the_compile_alone(tmp_path: Path) -> None:
+    launcher.prefer_compilers_for_oom(str(tmp_path / "missing"))  # no error: the kernel's own choice stands
+    assert not (tmp_path / "missing").exists()

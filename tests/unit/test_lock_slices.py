@@ -146,11 +146,14 @@ def _install_stages() -> dict[str, list[str]]:
 
 
 def _unpacked_in_order() -> list[str]:
-    """The package stages the final stage unpacks, in order; no final step mounts a slice itself."""
+    """The package stages the final stage copies, in order, each its own staged directory; no final step
+    mounts a slice itself."""
     final = DOCKERFILE.read_text().split("AS final", 1)[1].replace("\\\n", " ")
     runs = [line for line in final.splitlines() if line.startswith("RUN ")]
     assert not any("from=lock-layers" in run for run in runs)
-    return [name for run in runs for name in re.findall(r"from=packages-([\w-]+),source=/staged", run)]
+    copies = re.findall(r"^COPY --from=packages-([\w-]+) /staged/packages-([\w-]+)/ /$", final, re.MULTILINE)
+    assert all(stage == staged for stage, staged in copies), copies
+    return [stage for stage, _ in copies]
 
 
 def test_the_dockerfile_installs_each_layer_once_in_the_files_order() -> None:

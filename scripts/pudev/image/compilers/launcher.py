@@ -18,6 +18,10 @@ What it adds on the way:
     leave it alone.
   - The child's PATH loses the masquerade directory, so nvcc's own host-compiler calls go
     straight to g++ and are not cached twice.
+  - The compiler is the OOM killer's first choice (oom_score_adj raised to COMPILER_OOM_SCORE_ADJ,
+    which any process may do to itself): when a build runs the container out of memory, the kernel
+    stops a compile, which this launcher and the build's front end name, and not the build's front
+    end, a Jupyter kernel or the shell, which may be bigger than a compiler that is just starting.
   - A compile the OOM killer broke (the cgroup's oom_kill count rose) gets one line saying so, with the
     container's limit.
 
@@ -46,8 +50,24 @@ TARGET_FLAGS = ("-gencode", "--generate-code")  # one device compilation each
 SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c", ".C")
 
 
+COMPILER_OOM_SCORE_ADJ = 500  # of -1000..1000: half the container's memory added to a compiler's score
+OOM_SCORE_ADJ = "/proc/self/oom_score_adj"
+
+
 class LaunchError(Exception):
     pass
+
+
+def prefer_compilers_for_oom(path: str = OOM_SCORE_ADJ) -> None:
+    """Raise this process's oom_score_adj (the compiler it starts inherits it), never lower it."""
+    try:
+        with open(path, encoding="ascii") as handle:
+            current = int(handle.read().strip() or 0)
+        if current < COMPILER_OOM_SCORE_ADJ:
+            with open(path, "w", encoding="ascii") as handle:
+                handle.write(str(COMPILER_OOM_SCORE_ADJ))
+    except (OSError, ValueError):
+        pass  # a /proc that will not say or take it (some sandboxes): the kernel's own choice stands
 
 
 def _without_masquerade(path: str) -> str:
@@ -172,6 +192,7 @@ def run(argv: list[str], env: dict[str, str]) -> int:
     command = [CCACHE, compiler, *args] if cached else [compiler, *args]
     base = cgroup.root(env)
     kills_before = cgroup.oom_kills(base)
+    prefer_compilers_for_oom()
     started = time.monotonic()
     try:
         code = subprocess.call(command, env=env)

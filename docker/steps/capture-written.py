@@ -1,0 +1,105 @@
+"""Run a build step in a stage of its own on the bare base, and move everything it wrote under one
+directory, which the final stage copies onto / with `COPY --from=STAGE DIR/ /`.
+
+So a step that needs only the base (the OS packages, each Python package layer) runs side by side
+with the others, and its layer holds exactly what it would have written in place. What it wrote is
+found by inode change time (no copy or unpack can set it back): files and links are renamed into
+DIR (same file system, so nothing is copied twice, as a tar would), and the directories it made or
+changed, with every directory above them, are made again there with their owner, mode and times,
+so that the COPY leaves the image's directories as they were. The walk stays on the root's file
+system (off /tmp, the cache mounts and the secret) and off the files BuildKit mounts into /etc.
+The command sees PUDEV_WRITTEN_SINCE, a file as old as the step, to find what it wrote so far.
+Usage: python3 capture-written.py DIR COMMAND [ARG...]
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+
+MARK = "/tmp/pudev-step-started"
+# Mount points whose roots change under the step without its doing (cache and secret mounts).
+SKIPPED = {"/tmp", "/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/run/secrets", "/root/.cache/uv",
+           "/root/.cache/pip", "/var/cache/apt", "/var/lib/apt/lists"}
+
+
+def written(root: str, since_ns: int, skipped: set[str]) -> list[tuple[str, os.stat_result]]:
+    """Every entry under `root` (on its file system) changed since `since_ns`, parents before children."""
+    device = os.lstat(root).st_dev
+    found: list[tuple[str, os.stat_result]] = []
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                path = entry.path
+                if path in skipped:
+                    continue
+                info = entry.stat(follow_symlinks=False)
+                if info.st_dev != device:
+                    continue
+                if info.st_ctime_ns > since_ns:
+                    found.append((path, info))
+                if stat.S_ISDIR(info.st_mode):
+                    pending.append(path)
+    found.sort(key=lambda item: item[0].count("/"))
+    return found
+
+
+def restore_attributes(path: str, info: os.stat_result) -> None:
+    os.chown(path, info.st_uid, info.st_gid, follow_symlinks=False)
+    os.chmod(path, stat.S_IMODE(info.st_mode))
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def stage(entries: list[tuple[str, os.stat_result]], root: str, staged: str) -> None:
+    """Move `entries` (under `root`) to the same places under `staged`, their directories made again."""
+    directories: dict[str, os.stat_result] = {}
+    top = os.path.normpath(root)
+
+    def place(path: str) -> str:
+        return staged + path[len(top.rstrip("/")):]
+
+    def make_parents(path: str) -> None:
+        parent = os.path.dirname(path)
+        if parent == top or parent in directories:
+            return
+        make_parents(parent)
+        directories[parent] = os.lstat(parent)
+        os.mkdir(place(parent))
+
+    for path, info in entries:
+        make_parents(path)
+        if stat.S_ISDIR(info.st_mode):
+            if path not in directories:
+                directories[path] = info
+                os.mkdir(place(path))
+        else:
+            os.rename(path, place(path))
+    # Deepest first, once their contents are in place (adding an entry changes a directory's mtime).
+    for path in sorted(directories, key=lambda item: -item.count("/")):
+        restore_attributes(place(path), directories[path])
+
+
+def main() -> int:
+    staged, command = sys.argv[1].rstrip("/"), sys.argv[2:]
+    with open(MARK, "w"):
+        pass
+    since_ns = os.stat(MARK).st_mtime_ns
+    status = subprocess.run(command, env={**os.environ, "PUDEV_WRITTEN_SINCE": MARK}, check=False).returncode
+    if status != 0:
+        return status
+    top = "/" + staged.split("/")[1]  # all of it is the capture's own, not the step's
+    root = os.lstat("/")
+    os.makedirs(staged)
+    entries = written("/", since_ns, SKIPPED | {top})
+    stage(entries, "/", staged)
+    restore_attributes(staged, root)  # COPY DIR/ / may give / the attributes of DIR
+    print(f"capture-written: {len(entries)} entries in {staged}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
