@@ -10,7 +10,7 @@
 set -eu
 mirror=$1
 here=$(dirname "$0")
-python3 "$here/lock-against-base.py" write /tmp/layer.txt /tmp/install.txt /etc/pudev/base-packages.txt
+python3 "$here/lock-against-base.py" /tmp/layer.txt /tmp/install.txt /etc/pudev/base-packages.txt
 eval "$(PYTHONPATH="$here/pudev-lib" python3 -m pudev.mirror build-env "$mirror")"
 if [ -s /tmp/install.txt ]; then
     # uv's own --compile-bytecode would compile the whole environment, the base's torch included.

@@ -6,10 +6,10 @@ the base shipped (the in-image suite checks it is all still there, unchanged).
 so normally nothing differs; a lock made without the base (--without-base), or a
 base re-tagged since, is reported here and `uv pip check` after the install proves
 the kept versions still satisfy everything.
-The packages install in layers, each from its slice of the lock: the first layer
-writes BASE_RECORD from what Python sees (the base alone, then), the later ones
-read it, since what the earlier layers installed is no longer the base's alone.
-Usage: python3 lock-against-base.py write|read LOCK INSTALL_LIST BASE_RECORD
+The packages install in layers, each from its slice of the lock in a stage of its
+own on the bare base, so each writes BASE_RECORD from what Python sees there: the
+base alone.
+Usage: python3 lock-against-base.py LOCK INSTALL_LIST BASE_RECORD
 """
 
 import re
@@ -43,17 +43,9 @@ def shipped_now() -> dict[str, tuple[str, str]]:
     return shipped
 
 
-def shipped_as_recorded(record: Path) -> dict[str, tuple[str, str]]:
-    pins = (line.partition("==") for line in record.read_text().splitlines() if "==" in line)
-    return {normalize(name): (name, version) for name, _, version in pins}
-
-
 def main() -> None:
-    mode = sys.argv[1]
-    lock, install, record = (Path(arg) for arg in sys.argv[2:5])
-    if mode not in ("write", "read"):
-        sys.exit(f"lock-against-base: the first argument is write or read, not {mode!r}")
-    shipped = shipped_now() if mode == "write" else shipped_as_recorded(record)
+    lock, install, record = (Path(arg) for arg in sys.argv[1:4])
+    shipped = shipped_now()
     kept, differ, wanted = [], [], []
     for block in blocks(lock.read_text(encoding="utf-8")):
         match = PIN.match(block[0])
@@ -67,9 +59,8 @@ def main() -> None:
             continue
         wanted.append("\n".join(block))
     install.write_text("".join(f"{block}\n" for block in wanted), encoding="utf-8")  # empty: nothing to install
-    if mode == "write":
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text("".join(f"{name}=={version}\n" for name, version in sorted(shipped.values())))
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text("".join(f"{name}=={version}\n" for name, version in sorted(shipped.values())))
     print(f"lock-against-base: {len(wanted)} packages to install; {len(kept)} the base already ships are kept")
     if differ:
         print(f"lock-against-base: the base's own versions win over the lock for {', '.join(differ)}; "
