@@ -111,10 +111,10 @@ def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(process.stdout or []), daemon=True)
     reader.start()
-    # Once the build shows its OS-package stage (the solve has begun), interrupt at a random point in
-    # the steps the fresh arch list invalidates, so the build is never already finished.
+    # The first step the fresh arch list invalidates is the OS-package RUN (~15 s); interrupt at a
+    # random point inside it, once it has really started, so the build is never already finished.
     deadline = time.monotonic() + 300
-    while not any("install-os-packages" in line and "[os-packages" in line for line in lines):
+    while not any("install-os-packages" in line and "[final" in line for line in lines):
         assert time.monotonic() < deadline and process.poll() is None, "".join(lines)[-3000:]
         time.sleep(0.1)
     time.sleep(rng.uniform(0.5, 6))

@@ -130,7 +130,7 @@ def _size_parts(sizes: dict[str, Any]) -> dict[str, str]:
         step, size = layer["created_by"], layer["size"] / MIB
         if toolkit := re.search(r"COPY /usr/local/cuda-([\d.]+) ", step):
             toolkits.append(f"{toolkit.group(1)}: {size:.0f}")
-        elif "/staged/os-packages/" in step or "install-os-packages.sh" in step:  # now, and before
+        elif "install-os-packages.sh" in step:
             os_packages += size
         elif "/staged/packages-" in step or "/tmp/packages-" in step:  # a package stage's files, copied
             packages.append(f"{size:.0f}")

@@ -41,7 +41,7 @@ SUFFIX = "-zstd"
 DEFAULT_LEVEL = 12
 DEFAULT_BASE_LEVEL = 3
 # What the history entry of docker/Dockerfile's first layer of its own names (a unit test keeps it first).
-FIRST_OWN_LAYER = "/staged/os-packages/"
+FIRST_OWN_LAYER = "/tmp/install-os-packages.sh"
 
 
 RECORD_FILE = "zstd-layers.json"  # in pudev's cache: "diff_id zstd-LEVEL" -> the zstd layer's descriptor
