@@ -130,8 +130,8 @@ def test_a_lock_line_that_pins_nothing_is_refused() -> None:
         read_pins("    --hash=sha256:00\n")
 
 
-def _install_stages() -> dict[str, list[str]]:
-    """Each package stage's name (packages-NAME) and the slices its RUN lines mount."""
+def _install_runs() -> dict[str, str]:
+    """Each package stage's name (NAME of packages-NAME) and its one RUN line."""
     text = DOCKERFILE.read_text().replace("\\\n", " ")
     stages = re.split(r"^FROM ", text, flags=re.MULTILINE)[1:]
     found = {}
@@ -140,9 +140,26 @@ def _install_stages() -> dict[str, list[str]]:
         if name and name.group(1).startswith("packages-"):
             runs = [line for line in stage.splitlines() if line.startswith("RUN ")]
             assert len(runs) == 1 and "install-layer.sh" in runs[0], f"one install step per stage: {stage}"
-            found[name.group(1).removeprefix("packages-")] = re.findall(
-                r"from=lock-layers,source=/layers/([\w-]+)\.txt", runs[0])
+            found[name.group(1).removeprefix("packages-")] = runs[0]
     return found
+
+
+def test_the_package_stages_run_one_after_another_without_keying_on_each_other() -> None:
+    """Each stage after the first waits for the one before by mounting its /staged/done, a file every stage
+    writes with the same content (so a changed pin upstream leaves the later stages cached)."""
+    runs = _install_runs()
+    names = [layer.name for layer in LAYERS]
+    assert list(runs) == names
+    for before, run in zip([None, *names], runs.values()):
+        waits_for = re.findall(r"from=packages-([\w-]+),source=/staged/done,", run)
+        assert waits_for == ([before] if before else []), run
+        assert run.endswith("&& echo installed > /staged/done"), run
+
+
+def _install_stages() -> dict[str, list[str]]:
+    """Each package stage's name (packages-NAME) and the slices its RUN line mounts."""
+    return {name: re.findall(r"from=lock-layers,source=/layers/([\w-]+)\.txt", run)
+            for name, run in _install_runs().items()}
 
 
 def _unpacked_in_order() -> list[str]:
