@@ -132,7 +132,7 @@ def _size_parts(sizes: dict[str, Any]) -> dict[str, str]:
             toolkits.append(f"{toolkit.group(1)}: {size:.0f}")
         elif "install-os-packages.sh" in step:
             os_packages += size
-        elif "/staged/packages-" in step or "/tmp/packages-" in step:  # a package stage's files, copied
+        elif "/staged/packages-" in step:  # a package stage's files, copied
             packages.append(f"{size:.0f}")
         else:
             other.append(size)
