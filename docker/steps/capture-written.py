@@ -8,21 +8,25 @@ DIR (same file system, so nothing is copied twice, as a tar would), and the dire
 changed, with every directory above them, are made again there with their owner, mode and times,
 so that the COPY leaves the image's directories as they were. The walk stays on the root's file
 system (off /tmp, the cache mounts and the secret) and off the files BuildKit mounts into /etc.
-The command sees PUDEV_WRITTEN_SINCE, a file as old as the step, to find what it wrote so far.
-Usage: python3 capture-written.py DIR COMMAND [ARG...]
+With --compile, the .py files it wrote are byte-compiled before they move (their .pyc files move
+with them), from the same walk (a second walk of / to find them cost about half a second a stage),
+through bytecode_cache.py with the cache mount at BYTECODE_CACHE where the stage has one.
+Usage: python3 capture-written.py [--compile] DIR COMMAND [ARG...]
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import stat
 import subprocess
 import sys
 
 MARK = "/tmp/pudev-step-started"
+BYTECODE_CACHE = "/root/.cache/pudev-bytecode"  # a cache mount where the stage has one
 # Mount points whose roots change under the step without its doing (cache and secret mounts).
 SKIPPED = {"/tmp", "/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/run/secrets", "/root/.cache/uv",
-           "/root/.cache/pip", "/var/cache/apt", "/var/lib/apt/lists"}
+           "/root/.cache/pip", BYTECODE_CACHE, "/var/cache/apt", "/var/lib/apt/lists"}
 
 
 def written(root: str, since_ns: int, skipped: set[str]) -> list[tuple[str, os.stat_result]]:
@@ -46,6 +50,17 @@ def written(root: str, since_ns: int, skipped: set[str]) -> list[tuple[str, os.s
                     pending.append(path)
     found.sort(key=lambda item: item[0].count("/"))
     return found
+
+
+def compile_python(entries: list[tuple[str, os.stat_result]], cache: str | None) -> list[tuple[str, os.stat_result]]:
+    """Byte-compile the written .py files (bytecode_cache.py), and return their .pyc files as entries too:
+    an arbitrary uid cannot write __pycache__ at run time, so without them every import recompiles."""
+    from bytecode_cache import compile_files  # beside this script
+
+    sources = [path for path, info in entries if path.endswith(".py") and stat.S_ISREG(info.st_mode)]
+    compile_files(sources, cache)
+    compiled = (importlib.util.cache_from_source(path) for path in sources)
+    return [(path, os.lstat(path)) for path in compiled if os.path.exists(path)]
 
 
 def restore_attributes(path: str, info: os.stat_result) -> None:
@@ -84,17 +99,22 @@ def stage(entries: list[tuple[str, os.stat_result]], root: str, staged: str) -> 
 
 
 def main() -> int:
-    staged, command = sys.argv[1].rstrip("/"), sys.argv[2:]
+    arguments = sys.argv[1:]
+    compile_written = arguments[:1] == ["--compile"]
+    staged, command = arguments[compile_written].rstrip("/"), arguments[compile_written + 1:]
     with open(MARK, "w"):
         pass
     since_ns = os.stat(MARK).st_mtime_ns
-    status = subprocess.run(command, env={**os.environ, "PUDEV_WRITTEN_SINCE": MARK}, check=False).returncode
+    status = subprocess.run(command, check=False).returncode
     if status != 0:
         return status
     top = "/" + staged.split("/")[1]  # all of it is the capture's own, not the step's
     root = os.lstat("/")
     os.makedirs(staged)
     entries = written("/", since_ns, SKIPPED | {top})
+    if compile_written:
+        entries += compile_python(entries, BYTECODE_CACHE if os.path.isdir(BYTECODE_CACHE) else None)
+        entries.sort(key=lambda item: item[0].count("/"))
     stage(entries, "/", staged)
     restore_attributes(staged, root)  # COPY DIR/ / may give / the attributes of DIR
     print(f"capture-written: {len(entries)} entries in {staged}")

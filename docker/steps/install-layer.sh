@@ -1,9 +1,9 @@
 #!/bin/sh
-# One Python package layer, in its own stage on the bare base (run by capture-written.py, which
-# keeps what it wrote for the final stage): its slice of the lock (/tmp/layer.txt, cut by
+# One Python package layer, in its own stage on the bare base (run by capture-written.py --compile,
+# which byte-compiles what it wrote and keeps that for the final stage): its slice of the lock (/tmp/layer.txt, cut by
 # lock_slices.py), less what the base ships, installed by uv (from the uv stage) with the lock's
 # hashes and without dependencies (the other layers bring those, and check-installed.py after
-# the last one proves they all agree), then byte-compiled.
+# the last one proves they all agree).
 # The base-package record (/etc/pudev/base-packages.txt) is written here, from the bare base.
 # Its helpers, uv and pudev's mirror code lie beside it (the Dockerfile's installer stage).
 # Usage: sh install-layer.sh BUILD_MIRROR
@@ -26,6 +26,3 @@ for package in scipy pandas matplotlib; do
         find "$purelib/$package" -type d -name tests -prune -exec rm -rf {} +
     fi
 done
-# What the install wrote (PUDEV_WRITTEN_SINCE: capture-written.py's start), byte-compiled.
-find / -xdev -name '*.py' -cnewer "$PUDEV_WRITTEN_SINCE" ! -path '/tmp/*' -print0 \
-    | xargs -0 -r python3 -m compileall -q -j 0 >/dev/null

@@ -7,7 +7,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import stat
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -19,12 +21,14 @@ SCRIPT = REPO_ROOT / "docker/steps/capture-written.py"
 
 
 @pytest.fixture(scope="module")
-def capture() -> ModuleType:
+def capture() -> Iterator[ModuleType]:
     spec = importlib.util.spec_from_file_location("capture_written", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
+    sys.path.insert(0, str(SCRIPT.parent))  # as running it does: bytecode_cache.py lies beside it
+    yield module
+    sys.path.remove(str(SCRIPT.parent))
 
 
 def _tree(root: Path) -> dict[str, tuple[str, int]]:
@@ -89,8 +93,36 @@ def test_what_the_step_wrote_moves_and_the_rest_stays(capture: ModuleType, tmp_p
 
 def test_a_step_that_fails_stages_nothing(tmp_path: Path) -> None:
     import subprocess
-    import sys
     staged = tmp_path / "staged" / "x"
     done = subprocess.run([sys.executable, str(SCRIPT), str(staged), "sh", "-c", "exit 7"], capture_output=True,
                           text=True, check=False, cwd=tmp_path)
     assert done.returncode == 7 and not staged.exists()
+
+
+def test_written_python_is_byte_compiled_from_the_same_walk_and_moves_with_its_source(
+        capture: ModuleType, tmp_path: Path) -> None:
+    import importlib.util
+    root = tmp_path / "root"
+    (root / "site").mkdir(parents=True)
+    (root / "site/old.py").write_text("OLD = 1\n")  # the base's: neither compiled nor moved
+    since = time.time_ns()
+    time.sleep(0.01)
+    (root / "site/pkg").mkdir()
+    (root / "site/pkg/__init__.py").write_text("VALUE = 42\n")
+    (root / "site/pkg/data.txt").write_text("not python")
+    staged = tmp_path / "staged"
+    staged.mkdir()
+
+    entries = capture.written(str(root), since, set())
+    compiled = capture.compile_python(entries, None)
+    capture.stage(sorted(entries + compiled, key=lambda item: item[0].count("/")), str(root), str(staged))
+
+    pyc = Path(importlib.util.cache_from_source(str(staged / "site/pkg/__init__.py")))
+    assert [path for path, _ in compiled] == [importlib.util.cache_from_source(str(root / "site/pkg/__init__.py"))]
+    assert pyc.is_file() and pyc.stat().st_size > 16
+    assert not [path for path in (root / "site").rglob("*") if path.is_file() and path.name != "old.py"]
+    # A .pyc is valid for its source's size and time, which the move keeps.
+    source = (staged / "site/pkg/__init__.py").stat()
+    header = pyc.read_bytes()[:16]
+    assert int.from_bytes(header[8:12], "little") == int(source.st_mtime) & 0xFFFFFFFF
+    assert int.from_bytes(header[12:16], "little") == source.st_size

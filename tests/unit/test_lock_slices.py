@@ -1,6 +1,6 @@
 """The lock cut into the image's package layers (pudev.building.lock_slices): every pin in
 exactly one slice, the lock's own lines, in order; a package no layer names falls to
-the last; a later layer's edit leaves the earlier slices byte for byte the same. Over
+the one layer that names none; a later layer's edit leaves the earlier slices byte for byte the same. Over
 the committed locks and over random ones."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import pytest
 from pudev.building import lock_slices
 from pudev.building.lock_slices import Layer, layer_of, normalize, read_layers, read_pins, split
 from pudev.building.requirement_locks import layers_path, lock_dir
-from pudev.devtools.benchbuild import LIGHT_PROBE, heavy_probe
+from pudev.common.errors import PudevError
+from pudev.devtools.benchbuild import LIGHT_PROBE, layer_probes
 from pudev.paths import DOCKERFILE
 
 LAYERS = read_layers(layers_path().read_text())
@@ -57,8 +58,8 @@ def _locks(rng: random.Random) -> list[str]:
 
 
 def test_todays_layers_file_and_locks() -> None:
-    assert [layer.name for layer in LAYERS] == ["numerical", "plotting", "jupyter", "rest"]
-    assert LAYERS[-1].packages == ()
+    assert [layer.name for layer in LAYERS] == ["language", "opencv", "plotting", "rest", "jupyter", "numerical"]
+    assert [layer.name for layer in LAYERS if not layer.packages] == ["rest"]
     assert len(COMMITTED) >= 4 and all(read_pins(path.read_text())[0] for path in COMMITTED)
 
 
@@ -84,12 +85,16 @@ def test_a_slice_is_the_locks_own_lines_in_the_locks_order_without_comments(rng:
             assert all(line in lock_lines for line in lines) and positions == sorted(positions)
 
 
-def test_a_package_no_layer_names_falls_to_the_last(rng: random.Random) -> None:
+def test_a_package_no_layer_names_falls_to_the_one_that_names_none(rng: random.Random) -> None:
     unnamed = f"Not_Named.{rng.randrange(10**6)}"
-    assert layer_of(unnamed, LAYERS) == LAYERS[-1].name
+    (catch_all,) = [layer.name for layer in LAYERS if not layer.packages]
+    assert layer_of(unnamed, LAYERS) == catch_all
     lock = f"{unnamed}==1.0 \\\n    --hash=sha256:{'a' * 64}\n"
-    assert split(lock, LAYERS) == {**{layer.name: "" for layer in LAYERS}, LAYERS[-1].name: lock}
-    for layer in LAYERS[:-1]:
+    assert split(lock, LAYERS) == {**{layer.name: "" for layer in LAYERS}, catch_all: lock}
+    # Wherever it stands.
+    moved = [Layer("rest", ()), Layer("a", ("numpy",)), Layer("b", ("scipy",))]
+    assert layer_of(unnamed, moved) == "rest" and layer_of("SciPy", moved) == "b"
+    for layer in LAYERS:
         for package in layer.packages:
             assert layer_of(_spelling(rng, package), LAYERS) == layer.name
 
@@ -113,10 +118,11 @@ def test_a_later_layers_edit_leaves_the_earlier_slices_as_they_were(rng: random.
 
 @pytest.mark.parametrize(("text", "problem"), [
     ("numpy\n[a]\n[rest]\n", "before the first"),
-    ("[a]\nnumpy\n[rest]\ntqdm\n", "last [section] must name no package"),
+    ("[a]\nnumpy\n[rest]\ntqdm\n", "exactly one [section] must name no package"),
+    ("[a]\n[b]\nnumpy\n[rest]\n", "exactly one [section] must name no package"),
     ("[a]\nnumpy\n[b]\nNumPy\n[rest]\n", "named twice"),
-    ("[a]\nnumpy\n[a]\n[rest]\n", "declared twice"),
-    ("# nothing\n", "last [section]"),
+    ("[a]\nnumpy\n[a]\nscipy\n[rest]\n", "declared twice"),
+    ("# nothing\n", "exactly one [section]"),
 ])
 def test_a_layers_file_that_breaks_the_rules_is_refused(text: str, problem: str) -> None:
     with pytest.raises(ValueError, match=re.escape(problem)):
@@ -196,13 +202,20 @@ def test_the_build_runs_it_as_a_standalone_script(tmp_path: Path) -> None:
 
 
 def test_the_benchmarks_probes_follow_the_rule() -> None:
-    """The light edit is the last layer's; the heavy one is the first layer's first package the image installs."""
-    assert layer_of(LIGHT_PROBE, LAYERS) == LAYERS[-1].name
-    layers = [Layer("heavy", ("numpy", "scipy", "pandas")), Layer("rest", ())]
-    pins = read_pins("".join(f"{name}==1.0 --hash=sha256:{'0' * 64}\n" for name in ("pandas", "scipy", "numpy")))[0]
-    assert heavy_probe(layers, pins, shipped=set()) == "numpy"
-    assert heavy_probe(layers, pins, shipped={normalize("NumPy")}) == "scipy"
+    """Each layer's probe is the first package it names that the image installs; the layer that names
+    none gets the light LIGHT_PROBE; a layer with nothing to change gets none."""
+    assert layer_of(LIGHT_PROBE, LAYERS) == next(layer.name for layer in LAYERS if not layer.packages)
+    layers = [Layer("heavy", ("numpy", "scipy", "pandas")), Layer("plots", ("matplotlib",)), Layer("rest", ())]
+    names = ("pandas", "scipy", "numpy", "tqdm")
+    pins = read_pins("".join(f"{name}==1.0 --hash=sha256:{'0' * 64}\n" for name in names))[0]
+    assert layer_probes(layers, pins, shipped=set()) == {"heavy": "numpy", "rest": LIGHT_PROBE}
+    assert layer_probes(layers, pins, shipped={normalize("NumPy")}) == {"heavy": "scipy", "rest": LIGHT_PROBE}
+    with pytest.raises(PudevError, match=r"the first package layer \(heavy\) installs nothing"):
+        layer_probes(layers, pins, shipped={"numpy", "scipy", "pandas"})
     for path in COMMITTED:
         pins = read_pins(path.read_text())[0]
-        if any(pin.name in LAYERS[0].packages for pin in pins):
-            assert layer_of(heavy_probe(LAYERS, pins, set()), LAYERS) == LAYERS[0].name
+        if not any(pin.name in LAYERS[0].packages for pin in pins):
+            continue  # not an image's lock (the build tools')
+        probes = layer_probes(LAYERS, pins, set())
+        assert all(layer_of(probe, LAYERS) == layer for layer, probe in probes.items())
+        assert probes[layer_of(LIGHT_PROBE, LAYERS)] == LIGHT_PROBE

@@ -29,7 +29,7 @@ def normalize(name: str) -> str:
 @dataclass(frozen=True)
 class Layer:
     name: str
-    packages: tuple[str, ...]  # normalized names, as listed; none for the last layer, which takes the rest
+    packages: tuple[str, ...]  # normalized names, as listed; none for the one layer that takes the rest
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Pin:
 
 
 def read_layers(text: str) -> list[Layer]:
-    """[section] headers, one package name a line; the last section names nothing."""
+    """[section] headers, one package name a line; exactly one section names nothing (it takes the rest)."""
     sections: list[tuple[str, list[str]]] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
@@ -53,8 +53,8 @@ def read_layers(text: str) -> list[Layer]:
             sections[-1][1].append(normalize(line))
     names = [name for name, _ in sections]
     every = [package for _, packages in sections for package in packages]
-    if not sections or sections[-1][1]:
-        raise ValueError("the last [section] must name no package: it takes every package the others leave")
+    if sum(1 for _, packages in sections if not packages) != 1:
+        raise ValueError("exactly one [section] must name no package: it takes every package the others leave")
     if len(set(names)) != len(names):
         raise ValueError(f"a [section] is declared twice: {names}")
     if len(set(every)) != len(every):
@@ -91,9 +91,10 @@ def read_pins(lock: str) -> tuple[list[Pin], list[str]]:
 
 
 def layer_of(name: str, layers: list[Layer]) -> str:
-    """The layer that installs package `name`: the one naming it, else the last."""
+    """The layer that installs package `name`: the one naming it, else the one that names nothing."""
     wanted = normalize(name)
-    return next((layer.name for layer in layers if wanted in layer.packages), layers[-1].name)
+    return next((layer.name for layer in layers if wanted in layer.packages),
+                next(layer.name for layer in layers if not layer.packages))
 
 
 def split(lock: str, layers: list[Layer]) -> dict[str, str]:
