@@ -32,8 +32,6 @@ START = re.compile(r"<!-- ([\w-]+):start -->")
 BUILD_PROFILES = ("local", "local-current")
 BUILD_SCENARIOS = {"naive": "naive single-stage Dockerfile (docker/bench/naive.Dockerfile), cold",
                    "cold": "cold (ratio: of the naive build)", "tool-edit": "an in-image tool file edited",
-                   "requirement-change": "a light requirement changed ({probe}: last layer)",
-                   "heavy-requirement-change": "a heavy requirement changed ({probe}: first layer)",
                    "mirror-change": "MIRROR changed", "no-op": "no-op rebuild"}
 # Each profile's `make bench-ext` runs, in the order their rows are shown; a scenario measured twice
 # is taken from the first file that has it.
@@ -100,7 +98,7 @@ def _profile_header(profile: str, image: str) -> str:
 
 def build_speed() -> str:
     """`make bench-build`'s scenarios, one column per stand-in profile."""
-    from pudev.devtools.benchbuild import Measurement
+    from pudev.devtools.benchbuild import PIN_CHANGE, Measurement
 
     runs = _build_runs()
     measured = {profile: {item["scenario"]: Measurement(**item) for item in run["scenarios"]}
@@ -114,8 +112,9 @@ def build_speed() -> str:
             item = measured[profile][scenario]
             cells.append(f"{item.seconds:.1f} s" if scenario == "naive" else f"{item.seconds:.1f} s, {item.ratio:.1%}")
         target = first["targets"].get(scenario)
-        rows.append([BUILD_SCENARIOS.get(scenario, scenario).format(probe=probe), *cells,
-                     "" if target is None else f"<= {target:.0%}"])
+        label = (f"a pin changed in the {scenario.removeprefix(PIN_CHANGE)} layer ({probe})"
+                 if scenario.startswith(PIN_CHANGE) else BUILD_SCENARIOS.get(scenario, scenario))
+        rows.append([label, *cells, "" if target is None else f"<= {target:.0%}"])
     dates = sorted({run["measured_at"][:10] for run in runs.values()})
     headers = ["scenario", *(_profile_header(p, runs[p]["sizes"]["image"]) for p in BUILD_PROFILES), "target"]
     sources = ", ".join(f"`benchmarks/bench-build-{profile}.json`" for profile in BUILD_PROFILES)
