@@ -10,9 +10,9 @@ first listed package that the image itself installs; in the layer that names
 none, the light and often bumped tqdm), MIRROR changed, and a no-op rebuild.
 A changed requirement is the lock resolved again with that one package at
 another release and every other pin kept. Every scenario after the naive one
-builds on the base plus a small layer naming the run, so none can
-reuse the steps an earlier run built for the same edit. Every edit is undone afterwards and
-the normal image rebuilt. Emptying the cache mounts affects every build on this
+builds on the base plus a small layer naming the run, so none can reuse the
+steps an earlier run built for the same edit. Every edit is undone afterwards
+and the normal image rebuilt. Emptying the cache mounts affects every build on this
 engine (its next download is cold), so run it where that is fine.
 
 Each scenario keeps BuildKit's own timing of every step it ran (`steps`), which is
@@ -205,30 +205,30 @@ def _run_base(variant: Variant) -> str:
 def run_scenarios(variant: Variant, profile: str) -> list[Measurement]:
     lock = lock_path(variant)
     original_tool, original_lock = TOOL_FILE.read_text(), lock.read_text()
-    base = base_packages(variant.base_image)
+    shipped = base_packages(variant.base_image)
     probes = layer_probes(read_layers(layers_path().read_text()), read_pins(original_lock)[0],
-                          {normalize(pin.partition("==")[0]) for pin in base})
-    changed = {name: _changed_lock(variant, name, base) for name in probes.values()}  # before the clock runs
+                          {normalize(pin.partition("==")[0]) for pin in shipped})
+    changed = {name: _changed_lock(variant, name, shipped) for name in probes.values()}  # before the clock runs
     # Only the cache mounts go: --no-cache reruns every step, and other images' cached steps
     # (the emulated arm64 base takes 11 minutes) stay for the builds after this one.
     docker.run(["builder", "prune", "--all", "--force", "--filter", "type=exec.cachemount"], timeout=1800)
     naive = _naive(variant, profile)
     docker.run(["builder", "prune", "--all", "--force", "--filter", "type=exec.cachemount"], timeout=1800)
-    base = ["--base-image", _run_base(variant)]
+    on_run_base = ["--base-image", _run_base(variant)]
     results = [naive]
     try:
-        cold_run = _measure(profile, "cold", [*base, "--no-cache"], naive.seconds)
+        cold_run = _measure(profile, "cold", [*on_run_base, "--no-cache"], naive.seconds)
         results.append(cold_run)
         cold = cold_run.seconds
         TOOL_FILE.write_text(original_tool + f"\n# bench-build probe {time.time()}\n")
-        results.append(_measure(profile, "tool-edit", base, cold))
+        results.append(_measure(profile, "tool-edit", on_run_base, cold))
         TOOL_FILE.write_text(original_tool)
         for layer, name in probes.items():
             lock.write_text(changed[name])
-            results.append(_measure(profile, PIN_CHANGE + layer, base, cold, probe=name))
+            results.append(_measure(profile, PIN_CHANGE + layer, on_run_base, cold, probe=name))
             lock.write_text(original_lock)
-        results.append(_measure(profile, "mirror-change", [*base, "--mirror", "tuna"], cold))
-        results.append(_measure(profile, "no-op", [*base, "--mirror", "tuna"], cold))
+        results.append(_measure(profile, "mirror-change", [*on_run_base, "--mirror", "tuna"], cold))
+        results.append(_measure(profile, "no-op", [*on_run_base, "--mirror", "tuna"], cold))
     finally:
         TOOL_FILE.write_text(original_tool)
         lock.write_text(original_lock)
