@@ -7,24 +7,16 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-from pudev.paths import REPO_ROOT
-
-SCRIPT = REPO_ROOT / "docker/steps/bytecode_cache.py"
+from build_steps import load_step
 
 
 @pytest.fixture(scope="module")
-def cache_module() -> Iterator[ModuleType]:
-    spec = importlib.util.spec_from_file_location("bytecode_cache", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    yield module
+def cache_module() -> ModuleType:
+    return load_step("bytecode_cache.py")
 
 
 def _pyc(path: Path) -> Path:

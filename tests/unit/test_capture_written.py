@@ -9,11 +9,11 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from build_steps import load_step
 
 from pudev.paths import REPO_ROOT
 
@@ -21,14 +21,8 @@ SCRIPT = REPO_ROOT / "docker/steps/capture-written.py"
 
 
 @pytest.fixture(scope="module")
-def capture() -> Iterator[ModuleType]:
-    spec = importlib.util.spec_from_file_location("capture_written", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.path.insert(0, str(SCRIPT.parent))  # as running it does: bytecode_cache.py lies beside it
-    yield module
-    sys.path.remove(str(SCRIPT.parent))
+def capture() -> ModuleType:
+    return load_step("capture-written.py")
 
 
 def _tree(root: Path) -> dict[str, tuple[str, int]]:
@@ -101,7 +95,6 @@ def test_a_step_that_fails_stages_nothing(tmp_path: Path) -> None:
 
 def test_written_python_is_byte_compiled_from_the_same_walk_and_moves_with_its_source(
         capture: ModuleType, tmp_path: Path) -> None:
-    import importlib.util
     root = tmp_path / "root"
     (root / "site").mkdir(parents=True)
     (root / "site/old.py").write_text("OLD = 1\n")  # the base's: neither compiled nor moved
