@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pudev.devtools.benchbuild import Measurement, rebuilt_steps, render
+from pudev.devtools.benchbuild import Measurement, children_first, rebuilt_steps, render
 
 LOG = """\
 #5 [final  1/17] FROM docker.io/pudev-standin/pytorch:2.4.1-cuda12.1
@@ -42,3 +42,12 @@ def test_targets_in_the_table() -> None:
     assert rows["naive"].endswith("-")  # the yardstick has no target
     assert "120.0" in rows["cold"]
     assert "image 7168 MiB = base 5120 MiB + 2048 MiB added" in text
+
+
+def test_build_cache_records_are_pruned_children_first() -> None:
+    # root <- a <- b <- c, root <- d; "x" was there before the run, so it is not among those pruned.
+    parents = {"a": "root", "b": "a", "c": "b", "d": "root", "root": "", "x": ""}
+    order = children_first({"a", "b", "c", "d", "root"}, parents)
+    assert order.index("c") < order.index("b") < order.index("a") < order.index("root")
+    assert order.index("d") < order.index("root") and sorted(order) == ["a", "b", "c", "d", "root"]
+    assert children_first({"loop"}, {"loop": "loop"}) == ["loop"]  # a malformed parent chain still ends

@@ -11,13 +11,14 @@ none, the light and often bumped tqdm), MIRROR changed, and a no-op rebuild.
 A changed requirement is the lock resolved again with that one package at
 another release and every other pin kept. Every scenario after the naive one
 builds on the base plus a small layer naming the run, so none can reuse the
-steps an earlier run built for the same edit. Every edit is undone afterwards
-and the normal image rebuilt. Emptying the cache mounts affects every build on this
-engine (its next download is cold), so run it where that is fine.
+steps an earlier run built for the same edit, and those steps' build cache is
+dropped at the end. Every edit is undone afterwards and the normal image rebuilt.
+Emptying the cache mounts affects every build on this engine (its next download is
+cold), so run it where that is fine.
 
-Every build starts from a settled disk (the page cache written back), so each time is
-that build's own. Each scenario keeps BuildKit's own timing of every step it ran (`steps`), which is
-where the time goes.
+Every build starts from a settled disk (the page cache written back), so each time
+is that build's own. Each scenario keeps BuildKit's own timing of every step it ran
+(`steps`), which is where the time goes.
 """
 
 from __future__ import annotations
@@ -163,9 +164,30 @@ def os_packages() -> str:
     return " ".join(line.split("#")[0].strip() for line in listed.group(1).splitlines() if line.split("#")[0].strip())
 
 
-def _build_cache_ids() -> set[str]:
+def _build_cache_records() -> dict[str, dict[str, str]]:
     listed = docker.run(["system", "df", "--verbose", "--format", "{{json .BuildCache}}"], timeout=600)
-    return {record["ID"] for record in json.loads(listed.stdout or "[]")}
+    return {record["ID"]: record for record in json.loads(listed.stdout or "[]")}
+
+
+def _build_cache_ids(kind: str | None = None) -> set[str]:
+    return {key for key, record in _build_cache_records().items() if kind in (None, record["CacheType"])}
+
+
+def children_first(records: set[str], parents: dict[str, str]) -> list[str]:
+    """`records` ordered so that each comes before its parent: BuildKit keeps a record that another
+    one still builds on, so a parent pruned first would stay."""
+    def depth(record: str) -> int:
+        steps, seen = 0, {record}
+        while (record := parents.get(record, "")) and record not in seen:
+            steps, seen = steps + 1, seen | {record}
+        return steps
+    return sorted(records, key=lambda record: (-depth(record), record))
+
+
+def _drop_build_cache(made: set[str]) -> None:
+    parents = {key: record.get("Parent", "") for key, record in _build_cache_records().items()}
+    for record in children_first(made, parents):  # by full id: no short one matches
+        docker.run(["builder", "prune", "--all", "--force", "--filter", f"id={record}"], check=False, timeout=600)
 
 
 def _naive(variant: Variant, profile: str) -> Measurement:
@@ -175,8 +197,7 @@ def _naive(variant: Variant, profile: str) -> Measurement:
     try:
         return _timed_naive(variant, profile)
     finally:
-        for record in sorted(_build_cache_ids() - before):  # by full id: no short one matches
-            docker.run(["builder", "prune", "--all", "--force", "--filter", f"id={record}"], check=False, timeout=600)
+        _drop_build_cache(_build_cache_ids() - before)
 
 
 def _timed_naive(variant: Variant, profile: str) -> Measurement:
@@ -227,6 +248,7 @@ def run_scenarios(variant: Variant, profile: str) -> list[Measurement]:
     docker.run(["builder", "prune", "--all", "--force", "--filter", "type=exec.cachemount"], timeout=1800)
     naive = _naive(variant, profile)
     docker.run(["builder", "prune", "--all", "--force", "--filter", "type=exec.cachemount"], timeout=1800)
+    steps_before = _build_cache_ids("regular")
     on_run_base = ["--base-image", _run_base(variant)]
     results = [naive]
     try:
@@ -245,6 +267,9 @@ def run_scenarios(variant: Variant, profile: str) -> list[Measurement]:
     finally:
         TOOL_FILE.write_text(original_tool)
         lock.write_text(original_lock)
+        # The steps built on the run's base (about 10 GB a run): nothing can reuse them, and a disk
+        # that fills up slows the next run's builds. The cache mounts stay.
+        _drop_build_cache(_build_cache_ids("regular") - steps_before)
         _pudev("build", "--profile", profile)  # leave the normal image behind, on the real base
         docker.run(["rmi", f"pudev-bench/base:{variant.name}"], check=False)
         # Each scenario's image, untagged by the next (about 10 GB a run, with the new base's steps).
