@@ -75,7 +75,11 @@ def build_context_copy(tmp_path: Path) -> Path:
     """What the build context holds, so a test can change its own copy (PUDEV_ROOT=copy)."""
     root = tmp_path / "repo"
     for relative in context_paths():
-        shutil.copytree(REPO_ROOT / relative, root / relative, ignore=shutil.ignore_patterns("__pycache__"))
+        if (REPO_ROOT / relative).is_dir():
+            shutil.copytree(REPO_ROOT / relative, root / relative, ignore=shutil.ignore_patterns("__pycache__"))
+        else:  # a single file the Dockerfiles read (.dockerignore allows some one by one)
+            (root / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO_ROOT / relative, root / relative)
     shutil.copy(REPO_ROOT / ".dockerignore", root / ".dockerignore")
     return root
 

@@ -3,12 +3,14 @@ image id (and its registry layers and recorded test passes) as they were; one in
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from pudev.building import labels
+from pudev.paths import REPO_ROOT
 
 
 def _git(root: Path, *args: str) -> str:
@@ -53,3 +55,35 @@ def test_a_change_inside_the_context_moves_or_dirties_the_revision(checkout: Pat
     assert labels.source_info().revision == later
     (checkout / "scripts/pudev/new.py").write_text("y = 2\n")  # untracked, yet sent with the context
     assert labels.source_info().revision == f"{later}-dirty"
+
+
+def _read_by_dockerfiles() -> set[str]:
+    """Every path of the build context a Dockerfile under docker/ reads: COPY sources and bind-mount
+    sources that do not come from another stage (an ARG in a path stands for any name there)."""
+    read: set[str] = set()
+    for dockerfile in sorted((REPO_ROOT / "docker").rglob("*Dockerfile")):
+        text = dockerfile.read_text(encoding="utf-8").replace("\\\n", " ")
+        for line in text.splitlines():
+            words = line.split()
+            if words[:1] == ["COPY"] and not any(word.startswith("--from=") for word in words):
+                read.update(word for word in words[1:-1] if not word.startswith("--"))
+            for mount in re.findall(r"--mount=(\S+)", line):
+                options = dict(option.partition("=")[::2] for option in mount.split(","))
+                if options.get("type") == "bind" and "from" not in options and "source" in options:
+                    read.add(options["source"])
+    return {path.split("$")[0] for path in read}
+
+
+def _within(path: str, entry: str) -> bool:
+    return path == entry.rstrip("/") or path.startswith(entry if entry.endswith("/") else entry + "/")
+
+
+def test_the_allowlist_is_what_the_dockerfiles_read_no_more() -> None:
+    """The real .dockerignore: everything a Dockerfile reads is in the context, and every entry is read, so
+    an edit to pudev's host side (its CLI, planner, benchmarks) leaves each image id and its test passes."""
+    read, allowed = _read_by_dockerfiles(), labels.context_paths()
+    assert read, "no Dockerfile source found: the parser is out of step with docker/"
+    assert not [path for path in read if not any(_within(path, entry) for entry in allowed)]
+    assert not [entry for entry in allowed if not any(_within(path, entry) for path in read)]
+    # pudev's own code, where most commits land, is allowed path by path as the Dockerfiles name it.
+    assert not [entry for entry in allowed if entry.startswith("scripts/") and entry.rstrip("/") not in read]
