@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from pudev.devtools.benchbuild import Measurement, children_first, rebuilt_steps, render
+import pytest
+
+from pudev.common.errors import PudevError
+from pudev.devtools.benchbuild import Measurement, children_first, io_pressure, rebuilt_steps, render
 
 LOG = """\
 #5 [final  1/17] FROM docker.io/pudev-standin/pytorch:2.4.1-cuda12.1
@@ -51,3 +54,10 @@ def test_build_cache_records_are_pruned_children_first() -> None:
     assert order.index("c") < order.index("b") < order.index("a") < order.index("root")
     assert order.index("d") < order.index("root") and sorted(order) == ["a", "b", "c", "d", "root"]
     assert children_first({"loop"}, {"loop": "loop"}) == ["loop"]  # a malformed parent chain still ends
+
+
+def test_io_pressure_is_psis_share_of_the_last_10_seconds() -> None:
+    text = "some avg10=12.50 avg60=3.00 avg300=0.50 total=123\nfull avg10=1.00 avg60=0.00 avg300=0.00 total=9\n"
+    assert io_pressure(text) == 12.5
+    with pytest.raises(PudevError, match="some avg10"):
+        io_pressure("full avg10=1.00\n")
