@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dockerfiles import instructions as dockerfile_instructions
 from matrices import WriteMatrix
 
 from pudev.building.input_images import ImageIdentity
@@ -66,16 +67,10 @@ def test_every_dockerfile_arg_is_planned_and_nothing_else() -> None:
         assert set(build_args(variant)) | {RECORD_ARG} == _dockerfile_args(with_defaults=False)
 
 
-def _instructions() -> list[str]:
-    """The Dockerfile's instructions, each continued line joined, comments left out."""
-    lines = [line for line in DOCKERFILE.read_text().splitlines() if not line.lstrip().startswith("#")]
-    return [part.strip() for part in "\n".join(lines).replace("\\\n", " ").split("\n") if part.strip()]
-
-
 def test_the_record_step_reads_the_record_alone_and_nothing_earlier_reads_it() -> None:
     """The record step re-lists no build argument, and IMAGE_RECORD (it holds the commit) is declared
     right before it: a new commit or digest invalidates that step alone, never an earlier layer."""
-    instructions = _instructions()
+    instructions = dockerfile_instructions(DOCKERFILE)
     declared = instructions.index(f"ARG {RECORD_ARG}")
     runs = [item for item in instructions[declared:] if item.startswith("RUN ")]
     assert len(runs) == 1 and "pudev.image.record write" in runs[0]

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from dockerfiles import instructions
 
 from pudev.building import labels
 from pudev.paths import REPO_ROOT
@@ -62,8 +63,7 @@ def _read_by_dockerfiles() -> set[str]:
     sources that do not come from another stage (an ARG in a path stands for any name there)."""
     read: set[str] = set()
     for dockerfile in sorted((REPO_ROOT / "docker").rglob("*Dockerfile")):
-        text = dockerfile.read_text(encoding="utf-8").replace("\\\n", " ")
-        for line in text.splitlines():
+        for line in instructions(dockerfile):
             words = line.split()
             if words[:1] == ["COPY"] and not any(word.startswith("--from=") for word in words):
                 read.update(word for word in words[1:-1] if not word.startswith("--"))
