@@ -205,8 +205,11 @@ def children_first(records: set[str], parents: dict[str, str]) -> list[str]:
     return sorted(records, key=lambda record: (-depth(record), record))
 
 
-def _drop_build_cache(made: set[str]) -> None:
-    parents = {key: record.get("Parent", "") for key, record in _build_cache_records().items()}
+def _drop_build_cache_since(before: set[str], kind: str | None = None) -> None:
+    """Prune the build cache records (of `kind`, or any) that are not among `before`."""
+    records = _build_cache_records()
+    made = {key for key, record in records.items() if key not in before and kind in (None, record["CacheType"])}
+    parents = {key: record.get("Parent", "") for key, record in records.items()}
     for record in children_first(made, parents):  # by full id: no short one matches
         docker.run(["builder", "prune", "--all", "--force", "--filter", f"id={record}"], check=False, timeout=600)
 
@@ -218,7 +221,7 @@ def _naive(variant: Variant, profile: str) -> Measurement:
     try:
         return _timed_naive(variant, profile)
     finally:
-        _drop_build_cache(_build_cache_ids() - before)
+        _drop_build_cache_since(before)
 
 
 def _timed_naive(variant: Variant, profile: str) -> Measurement:
@@ -290,7 +293,7 @@ def run_scenarios(variant: Variant, profile: str) -> list[Measurement]:
         lock.write_text(original_lock)
         # The steps built on the run's base (about 10 GB a run): nothing can reuse them, and a disk
         # that fills up slows the next run's builds. The cache mounts stay.
-        _drop_build_cache(_build_cache_ids("regular") - steps_before)
+        _drop_build_cache_since(steps_before, "regular")
         _pudev("build", "--profile", profile)  # leave the normal image behind, on the real base
         docker.run(["rmi", f"pudev-bench/base:{variant.name}"], check=False)
         # Each scenario's image, untagged by the next (about 10 GB a run, with the new base's steps).
