@@ -43,10 +43,14 @@ def test_every_python_requirement_says_why_it_is_there() -> None:
         assert explained, f"{IMAGE_REQUIREMENTS.name}: {line.split()[0]} has no comment saying why"
 
 
-def _copied_into_build_lib() -> set[str]:
-    """The module paths (scripts/...) the Dockerfile's build-lib stage copies."""
-    stage = DOCKERFILE.read_text().split("AS build-lib\n", 1)[1].split("\nFROM ", 1)[0]
+def _copied_into(stage_name: str) -> set[str]:
+    """The module paths (scripts/...) a FROM scratch stage of the Dockerfile copies."""
+    stage = DOCKERFILE.read_text().split(f"AS {stage_name}\n", 1)[1].split("\nFROM ", 1)[0]
     return {line.split()[1] for line in stage.splitlines() if line.startswith("COPY ")}
+
+
+def _module_file(module: str) -> Path:
+    return PACKAGE / (module.replace(".", "/") + ".py")
 
 
 def _pudev_imports(path: Path) -> set[str]:
@@ -60,9 +64,22 @@ def _pudev_imports(path: Path) -> set[str]:
 
 
 def test_the_build_steps_get_exactly_the_pudev_they_import() -> None:
-    copied = _copied_into_build_lib()
+    copied = _copied_into("build-lib")
     mirror = [path for path in (PACKAGE / "pudev" / "mirror").rglob("*.py")]
     assert "scripts/pudev/mirror" in copied
     needed = {module for path in mirror for module in _pudev_imports(path) if not module.startswith("pudev.mirror")}
     files = {"scripts/" + module.replace(".", "/") + ".py" for module in needed}
     assert files == copied - {"scripts/pudev/mirror"}, (files, copied)
+
+
+def test_the_record_step_gets_exactly_the_pudev_it_imports() -> None:
+    """The record step (docker/Dockerfile's record-lib stage) runs pudev.image.record before the tools are
+    copied, so that a tool edit leaves it cached: it gets that module and what it imports, transitively."""
+    needed, pending = set(), ["pudev.image.record"]
+    while pending:
+        module = pending.pop()
+        if module not in needed:
+            needed.add(module)
+            pending += sorted(_pudev_imports(_module_file(module)))
+    files = {str(_module_file(module).relative_to(PACKAGE.parent)) for module in needed}
+    assert files == _copied_into("record-lib")
