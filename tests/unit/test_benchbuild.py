@@ -17,12 +17,21 @@ LOG = """\
 #10 [final 17/17] RUN echo /opt/pudev/lib > x
 #10 0.3 record: /etc/pudev/image.json
 #10 DONE 0.9s
+#11 [packages-plotting 1/1] RUN sh /tmp/install-layer.sh
+#11 CACHED
+#11 [packages-plotting 1/1] RUN sh /tmp/install-layer.sh
+#11 0.1 lock-against-base: 8 packages to install
+#11 CACHED
+#11 [packages-plotting 1/1] RUN sh /tmp/install-layer.sh
+#11 DONE 1.5s
 """
 
 
 def test_rebuilt_steps_are_the_ones_that_ran() -> None:
+    # A step reported CACHED and then run all the same (#11) ran; one reported CACHED alone did not.
     assert rebuilt_steps(LOG) == ["[final 12/17] COPY scripts/pudev/image /opt/pudev/lib/pudev/image",
-                                  "[final 17/17] RUN echo /opt/pudev/lib > x"]
+                                  "[final 17/17] RUN echo /opt/pudev/lib > x",
+                                  "[packages-plotting 1/1] RUN sh /tmp/install-layer.sh"]
 
 
 def test_targets_in_the_table() -> None:

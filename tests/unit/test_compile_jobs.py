@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pudev.image.compilers import cgroup, launcher, oom, parallelism
+from pudev.image.compilers import cgroup, launcher, masquerade, oom, parallelism
 
 GIB = 1024**3
 
@@ -210,7 +210,7 @@ def test_the_masquerade_names_their_real_compiler_and_the_launcher_takes_one(tmp
     real.mkdir()
     (real / "g++").write_text("#!/bin/sh\n")
     (real / "g++").chmod(0o755)
-    monkeypatch.setattr(launcher, "MASQUERADE", str(tmp_path / "masq"))
+    monkeypatch.setattr(masquerade, "MASQUERADE", str(tmp_path / "masq"))
     env = {"PATH": f"{tmp_path / 'masq'}:{real}", "CUDA_HOME": "/usr/local/cuda-12.4"}
     assert launcher.split_command([str(tmp_path / "masq" / "g++"), "-c", "a.cpp"], env) == (str(real / "g++"),
                                                                                           ["-c", "a.cpp"])

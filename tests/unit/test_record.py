@@ -27,6 +27,7 @@ from pudev.config.profiles import profile_names
 from pudev.config.schema import variant_keys
 from pudev.config.selection import profile_builds
 from pudev.image import record as image_record
+from pudev.image.compilers import masquerade
 from pudev.paths import DOCKERFILE, VARIANTS_FILE
 
 SOURCE = SourceInfo(revision="1" * 40, created="2026-01-01T00:00:00Z", url="")
@@ -179,3 +180,18 @@ def test_a_placeholder_nothing_filled_in_never_reaches_an_image(matrix_file: Wri
     plan = BuildPlan(load_matrix(matrix_file()).get("cu130"), source=SOURCE, lock_sha256="f" * 64)
     with pytest.raises(SystemExit, match=r"input base has digest '<BASE_DIGEST>', not sha256:HEX"):
         _write(_planned(plan), tmp_path)
+
+
+def test_the_record_asks_the_real_compiler_past_the_workshops_links(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record step runs before the in-image tools are copied, and the compile workshop's g++ link
+    needs them: the record asks the g++ behind the link (here the link fails, as it would then)."""
+    links, real = tmp_path / "links", tmp_path / "real"
+    for folder, body in ((links, "exit 1"), (real, "echo 12.2.0")):
+        folder.mkdir()
+        (folder / "g++").write_text(f"#!/bin/sh\n{body}\n")
+        (folder / "g++").chmod(0o755)
+    monkeypatch.setattr(masquerade, "MASQUERADE", str(links))
+    monkeypatch.setenv("PATH", f"{links}:{real}")
+    assert image_record.gcc_major() == 12
+    assert (image_record.host_compiler_for(12), image_record.host_compiler_for(13)) == ("g++", "g++")

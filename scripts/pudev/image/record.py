@@ -23,6 +23,7 @@ from typing import Any
 
 from pudev.common.errors import PudevError
 from pudev.common.variant import Toolkit, Variant, record_keys
+from pudev.image.compilers.masquerade import next_on_path
 
 # PUDEV_RECORD points the tools at another record (scripts/gpu-check.sh, outside the image).
 RECORD_PATH = Path(os.environ.get("PUDEV_RECORD", "/etc/pudev/image.json"))
@@ -86,6 +87,11 @@ def read_lock(path: Path) -> dict[str, str]:
 
 
 def gcc_major(compiler: str = "g++") -> int:
+    """The major version of `compiler` (a name on PATH or a path), asked of the real compiler: the
+    compile workshop's g++ link would run it through ccache and needs the in-image tools, which the
+    record step comes before."""
+    if os.sep not in compiler:
+        compiler = next_on_path(compiler, os.environ.get("PATH", "")) or compiler
     output = subprocess.run([compiler, "-dumpversion"], capture_output=True, text=True, check=True).stdout
     return int(output.strip().split(".")[0])
 

@@ -34,15 +34,12 @@ import json
 import os
 import resource
 import shlex
-import shutil
 import subprocess
 import sys
 import time
 
-from pudev.image.compilers import cgroup, oom, parallelism
+from pudev.image.compilers import cgroup, masquerade, oom, parallelism
 
-HOME = "/opt/pudev/compilers"
-MASQUERADE = f"{HOME}/bin"
 CCACHE = "/usr/local/bin/ccache"
 LAUNCHER_NAME = "pudev-compile"
 THREAD_FLAGS = ("--threads", "-t")
@@ -70,18 +67,13 @@ def prefer_compilers_for_oom(path: str = OOM_SCORE_ADJ) -> None:
         pass  # a /proc that will not say or take it (some sandboxes): the kernel's own choice stands
 
 
-def _without_masquerade(path: str) -> str:
-    own = os.path.realpath(MASQUERADE)
-    return ":".join(entry for entry in path.split(":") if entry and os.path.realpath(entry) != own)
-
-
 def real_compiler(name: str, env: dict[str, str]) -> str:
     """The compiler a masquerade name stands for: the active toolkit's nvcc, else the next on PATH."""
     if name == "nvcc":
         return os.path.join(env.get("CUDA_HOME") or "/usr/local/cuda", "bin", "nvcc")
-    found = shutil.which(name, path=_without_masquerade(env.get("PATH", "")))
+    found = masquerade.next_on_path(name, env.get("PATH", ""))
     if found is None:
-        raise LaunchError(f"no {name} on PATH besides pudev's compiler cache ({MASQUERADE})")
+        raise LaunchError(f"no {name} on PATH besides pudev's compiler cache ({masquerade.MASQUERADE})")
     return found
 
 
@@ -93,7 +85,8 @@ def split_command(argv: list[str], env: dict[str, str]) -> tuple[str, list[str]]
     if not rest:
         raise LaunchError(f"usage: {LAUNCHER_NAME} COMPILER [ARGS...]")
     compiler, rest = rest[0], rest[1:]
-    if os.path.dirname(os.path.realpath(compiler)) in (os.path.realpath(MASQUERADE), os.path.realpath(HOME)):
+    if os.path.dirname(os.path.realpath(compiler)) in (os.path.realpath(masquerade.MASQUERADE),
+                                                        os.path.realpath(masquerade.HOME)):
         compiler = real_compiler(os.path.basename(compiler), env)  # CMake found our own link
     return compiler, rest
 
@@ -187,7 +180,7 @@ def run(argv: list[str], env: dict[str, str]) -> int:
     compiler, args = split_command(argv, env)
     if os.path.basename(compiler) == "nvcc":
         args = nvcc_arguments(args, env)
-    env["PATH"] = _without_masquerade(env.get("PATH", ""))
+    env["PATH"] = masquerade.without_masquerade(env.get("PATH", ""))
     cached = os.access(CCACHE, os.X_OK) and cache_writable(env) and not under_ccache()
     command = [CCACHE, compiler, *args] if cached else [compiler, *args]
     base = cgroup.root(env)
