@@ -122,8 +122,8 @@ def _pudev(*args: str) -> tuple[float, str]:
 def step_times(log: str) -> list[StepTime]:
     """The build steps that ran (DONE with its seconds; a cached step says CACHED alone), as
     '[stage k/n] INSTRUCTION' with BuildKit's own seconds, plus the export. A step BuildKit reports
-    CACHED and then runs all the same (seen when the stage it waits on ran again and its old result
-    could not be loaded) ran. FROM lines are left out: BuildKit resolves base images on every build."""
+    CACHED and then runs all the same (seen once, for a package stage whose cache held two results;
+    the cause is BuildKit's) ran. FROM lines are left out: BuildKit resolves base images on every build."""
     headers = {step: " ".join(text.split())[:90] for step, text in
                re.findall(r"^#(\d+) (\[[\w.-]+\s+\d+/\d+\] (?!FROM ).*|exporting to image)$", log, re.MULTILINE)}
     done = dict(re.findall(r"^#(\d+) DONE (\d+(?:\.\d+)?)s", log, re.MULTILINE))
