@@ -1,7 +1,7 @@
 #!/bin/sh
 # One Python package layer, in its own stage on the bare base (run by capture-written.py --compile,
 # which byte-compiles what it wrote and keeps that for the final stage): its slice of the lock (/tmp/layer.txt, cut by
-# lock_slices.py), less what the base ships, installed by uv (from the uv stage) with the lock's
+# lock_slices.py), less what the base ships, installed by uv (from the installer stage) with the lock's
 # hashes and without dependencies (the other layers bring those, and check-installed.py after
 # the last one proves they all agree).
 # The base-package record (/etc/pudev/base-packages.txt) is written here, from the bare base.

@@ -19,10 +19,11 @@ python3 -m pudev.mirror save-originals
 python3 -m pudev.mirror build-sources "$build_mirror" "$sources"
 # shellcheck disable=SC2086  # PUDEV_APT_CA_OPTIONS holds several words on purpose.
 # dpkg's fsync after every file buys nothing in a build step, whose layer is kept only once it
-# ends: unsafe-io here alone (the image's own apt keeps dpkg's defaults).
+# ends, and no build step reads the descriptions' translations (6 MB to fetch and parse on every
+# cold build): both here alone (the image's own apt keeps its defaults).
 set -- "$@" -- -o "Dir::Etc::SourceList=$sources/sources.list" \
     -o "Dir::Etc::SourceParts=$sources/sources.list.d" -o "Dpkg::Options::=--force-unsafe-io" \
-    ${PUDEV_APT_CA_OPTIONS:-}
+    -o "Acquire::Languages=none" ${PUDEV_APT_CA_OPTIONS:-}
 max_gccs=""
 while [ "$1" != "--" ]; do max_gccs="$max_gccs $1"; shift; done
 shift
