@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pudev.common.errors import PudevError
-from pudev.devtools.benchbuild import Measurement, children_first, io_pressure, rebuilt_steps, render
+from pudev.devtools.benchbuild import Measurement, children_first, io_pressure, median_of, rebuilt_steps, render
 
 LOG = """\
 #5 [final  1/17] FROM docker.io/pudev-standin/pytorch:2.4.1-cuda12.1
@@ -32,6 +32,16 @@ def test_rebuilt_steps_are_the_ones_that_ran() -> None:
     assert rebuilt_steps(LOG) == ["[final 12/17] COPY scripts/pudev/image /opt/pudev/lib/pudev/image",
                                   "[final 17/17] RUN echo /opt/pudev/lib > x",
                                   "[packages-plotting 1/1] RUN sh /tmp/install-layer.sh"]
+
+
+def test_the_median_run_stands_for_its_samples_with_its_own_steps() -> None:
+    runs = [Measurement("cold", seconds, 1.0, [f"ran {seconds}"], steps=[{"step": "x", "seconds": seconds}])
+            for seconds in (55.7, 32.0, 44.4)]
+    middle = median_of(runs)
+    assert (middle.seconds, middle.rebuilt, middle.steps) == (44.4, ["ran 44.4"], [{"step": "x", "seconds": 44.4}])
+    assert middle.samples == [55.7, 32.0, 44.4]  # in the order they ran
+    with pytest.raises(ValueError, match="odd number"):
+        median_of(runs[:2])
 
 
 def test_targets_in_the_table() -> None:
