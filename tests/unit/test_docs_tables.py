@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pudev.common.generated import block, markers
 from pudev.devtools.docs_tables import (
     GENERATORS,
@@ -64,3 +66,20 @@ def test_the_layering_table_follows_the_rules() -> None:
         "| `image/` | `common/`; not `pudev.paths` | none |",
         "| `common/` | none; not `pudev.paths` | `cli/`, `engine/`, `image/` |",
     ]
+
+
+def test_the_build_table_shows_every_sample_behind_a_median(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pudev.devtools import docs_tables
+
+    def run(cold_samples: list[float]) -> dict[str, object]:
+        cold = {"scenario": "cold", "seconds": sorted(cold_samples)[1], "ratio": 0.5, "rebuilt": [],
+                "samples": cold_samples}
+        naive = {"scenario": "naive", "seconds": 80.0, "ratio": 1.0, "rebuilt": []}  # before samples were kept
+        return {"measured_at": "2026-12-04T04:00:00+0000", "scenarios": [naive, cold], "targets": {"cold": 0.5},
+                "sizes": {"image": "pudev-local/pytorch-universal-dev:cuX"}}
+
+    monkeypatch.setattr(docs_tables, "_build_runs",
+                        lambda: {profile: run([45.6, 32.0, 40.1]) for profile in docs_tables.BUILD_PROFILES})
+    table = docs_tables.build_speed()
+    assert "40.1 s, 50.0% (median of 32.0, 40.1, 45.6 s)" in table
+    assert "| 80.0 s |" in table  # one sample: no median to explain

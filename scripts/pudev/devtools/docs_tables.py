@@ -110,7 +110,10 @@ def build_speed() -> str:
         cells = []
         for profile in BUILD_PROFILES:
             item = measured[profile][scenario]
-            cells.append(f"{item.seconds:.1f} s" if scenario == "naive" else f"{item.seconds:.1f} s, {item.ratio:.1%}")
+            cell = f"{item.seconds:.1f} s" if scenario == "naive" else f"{item.seconds:.1f} s, {item.ratio:.1%}"
+            if len(item.samples) > 1:
+                cell += f" (median of {', '.join(f'{seconds:.1f}' for seconds in sorted(item.samples))} s)"
+            cells.append(cell)
         target = first["targets"].get(scenario)
         label = (f"a pin changed in the {scenario.removeprefix(PIN_CHANGE)} layer ({probe})"
                  if scenario.startswith(PIN_CHANGE) else BUILD_SCENARIOS.get(scenario, scenario))
