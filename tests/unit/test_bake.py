@@ -158,8 +158,9 @@ def _as_bake_target(command: list[str]) -> dict[str, Any]:
             target[flag[2:]] = options.pop(flag)
     if options.pop("--no-cache", None) is not None:
         target["no-cache"] = True
-    # Not target fields: how progress prints, and where the image goes (bake's own --load or --push).
-    assert set(options) <= {"--progress", "--secret", "--load"}, options
+    # Not target fields: how progress prints, where the image goes (bake's own --load or --push), and the
+    # local engine's network for RUN steps (plan.BUILD_NETWORK: a remote BuildKit chooses its own).
+    assert set(options) <= {"--progress", "--secret", "--load", "--network"}, options
     return target
 
 

@@ -54,6 +54,8 @@ def test_plan_passes_the_variant_as_declared(matrix_file: WriteMatrix) -> None:
     assert _arg(args, "LOCK") == "torch3.1.0-py3.12.txt"
     assert args[args.index("--tag") + 1] == "example/dev-image:cu130"
     assert "--secret" not in args
+    # Each RUN step on the host's network: the engine's per-step bridge sandbox costs ~0.25 s a step.
+    assert args[args.index("--network") + 1] == "host"
 
 
 def _dockerfile_args(*, with_defaults: bool) -> set[str]:

@@ -23,6 +23,13 @@ from pudev.config.rules import PLATFORM_SUFFIX
 from pudev.paths import DOCKERFILE, REPO_ROOT
 
 TARGET = "final"
+# `docker build` runs every RUN step in the host's network namespace. With the default (bridge)
+# network, the Docker engine gives each RUN step a network sandbox of its own (an endpoint on the
+# bridge, a namespace, a hook that runs dockerd again): about a quarter of a second a step on Docker
+# 20.10 (12 one-line RUN steps: 3.4 to 4.0 s, against 0.7 s with host). None of the image's steps
+# serves or needs a network of its own, and nothing of the network lands in a layer. Not a bake
+# field: a remote BuildKit chooses its own network (asking it for host needs an entitlement).
+BUILD_NETWORK = "host"
 
 
 def local_tag(variant: Variant) -> str:
@@ -152,7 +159,8 @@ class BuildPlan:
 
 def cli_args(spec: BuildSpec) -> list[str]:
     """The spec as `docker build` arguments (bake.py spells the same spec as a bake target)."""
-    args = ["build", "--progress=plain", "--file", str(spec.dockerfile), "--target", spec.target]
+    args = ["build", "--progress=plain", "--file", str(spec.dockerfile), "--target", spec.target,
+            "--network", BUILD_NETWORK]
     if spec.no_cache:
         args.append("--no-cache")
     if spec.platform != native_platform():
