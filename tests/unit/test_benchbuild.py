@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from pudev.common.errors import PudevError
-from pudev.devtools.benchbuild import Measurement, children_first, io_pressure, median_of, rebuilt_steps, render
+from pudev.devtools.benchbuild import (
+    Measurement,
+    children_first,
+    extra_compilers,
+    io_pressure,
+    median_of,
+    rebuilt_steps,
+    render,
+)
 
 LOG = """\
 #5 [final  1/17] FROM docker.io/pudev-standin/pytorch:2.4.1-cuda12.1
@@ -42,6 +50,14 @@ def test_the_median_run_stands_for_its_samples_with_its_own_steps() -> None:
     assert middle.samples == [55.7, 32.0, 44.4]  # in the order they ran
     with pytest.raises(ValueError, match="odd number"):
         median_of(runs[:2])
+
+
+def test_the_naive_build_installs_the_older_gxx_the_image_has() -> None:
+    # The cu121 stand-in on a gcc 12 base: nvcc 11.8 takes g++-11, named once for two toolkits that need it.
+    record = {"toolkits": [{"version": "11.8", "host_compiler": "g++-11"}, {"version": "12.4", "host_compiler": "g++"},
+                           {"version": "11.7", "host_compiler": "g++-11"}]}
+    assert extra_compilers(record) == ["g++-11"]
+    assert extra_compilers({"toolkits": [{"version": "13.2", "host_compiler": "g++"}]}) == []
 
 
 def test_targets_in_the_table() -> None:

@@ -20,7 +20,10 @@ Every build starts from a settled disk (the page cache written back, and the ker
 I/O pressure gone quiet), so each time is that build's own. Each scenario keeps
 BuildKit's own timing of every step it ran (`steps`), which is where the time goes.
 The naive and the cold build are timed SAMPLES times each, in turn, and compared by
-their medians (every sample is kept in `samples`).
+their medians (every sample is kept in `samples`); each layer's pin is changed to
+SAMPLES other releases in turn, and its median kept the same way. The naive build
+installs the OS packages the image holds: the real build's list and the older g++
+that a toolkit's nvcc needs where the base's default is too new (the image's record).
 """
 
 from __future__ import annotations
@@ -170,8 +173,9 @@ def layer_probes(layers: list[Layer], pins: list[Pin], shipped: set[str]) -> dic
     return probes
 
 
-def _changed_lock(variant: Variant, package: str, base: list[str]) -> str:
-    """The variant's lock with `package` at another release and every other pin kept, resolved the
+def _changed_locks(variant: Variant, package: str, base: list[str]) -> list[str]:
+    """SAMPLES versions of the variant's lock, each with `package` at a release neither the lock nor an
+    earlier one pins (so no build can reuse another's steps) and every other pin kept, resolved the
     way `make lock` does."""
     lock = lock_path(variant)
     pins, _ = read_pins(lock.read_text())
@@ -179,11 +183,15 @@ def _changed_lock(variant: Variant, package: str, base: list[str]) -> str:
     if current is None:
         raise PudevError(f"{lock} pins no {package}; the benchmark changes that pin")
     kept = [f"{pin.name}=={pin.version}" for pin in pins if pin.name != normalize(package)]
+    avoided, changed = [current], []
     with tempfile.TemporaryDirectory() as folder:
         output = Path(folder) / "lock.txt"
-        compile_lock(REQUIREMENTS_DIR / "image.in", output, python=variant.python, platform=variant.platform,
-                     constraints=[*base, *kept, f"{package}!={current}"])
-        return output.read_text()
+        for _ in range(SAMPLES):
+            compile_lock(REQUIREMENTS_DIR / "image.in", output, python=variant.python, platform=variant.platform,
+                         constraints=[*base, *kept, *(f"{package}!={version}" for version in avoided)])
+            changed.append(output.read_text())
+            avoided += [pin.version for pin in read_pins(changed[-1])[0] if pin.name == normalize(package)]
+    return changed
 
 
 def _measure(profile: str, scenario: str, args: list[str], cold: float | None, probe: str = "") -> Measurement:
@@ -230,23 +238,38 @@ def _drop_build_cache_since(before: set[str], kind: str | None = None) -> None:
         docker.run(["builder", "prune", "--all", "--force", "--filter", f"id={record}"], check=False, timeout=600)
 
 
-def _naive(variant: Variant, profile: str) -> Measurement:
+def extra_compilers(record: dict[str, Any]) -> list[str]:
+    """The older g++ packages an image record names beside the default g++ (a toolkit whose nvcc refuses
+    the default one: g++-11 for CUDA 11.8 on a gcc 12 base). The real build derives them; the naive
+    build must install them too, or it would build a smaller image than the one it is measured against."""
+    return sorted({toolkit["host_compiler"] for toolkit in record["toolkits"] if toolkit["host_compiler"] != "g++"})
+
+
+def _built_record(profile: str, variant: Variant) -> dict[str, Any]:
+    """The record (/etc/pudev/image.json) of the profile's image, built first where it is not."""
+    _pudev("build", "--profile", profile)
+    shown = docker.run(["run", "--rm", "--network", "none", "--entrypoint", "cat", local_tag(variant),
+                        "/etc/pudev/image.json"], timeout=600)
+    return dict(json.loads(shown.stdout))
+
+
+def _naive(variant: Variant, profile: str, packages: str) -> Measurement:
     """The naive Dockerfile, built with nothing cached, then removed with the build cache it made (about
     4.5 GB a run, both toolkits unpruned: a few runs would fill a disk)."""
     before = _build_cache_ids()
     try:
-        return _timed_naive(variant, profile)
+        return _timed_naive(variant, profile, packages)
     finally:
         _drop_build_cache_since(before)
 
 
-def _timed_naive(variant: Variant, profile: str) -> Measurement:
+def _timed_naive(variant: Variant, profile: str, packages: str) -> Measurement:
     (plan,) = plan_builds([variant], BuildOptions(no_cache=True), profile=profile)
     args = {key: plan.spec().args[key] for key in ("BASE_IMAGE", "TOOLKIT_A_IMAGE", "TOOLKIT_B_IMAGE",
                                                     "TOOLKIT_A_VERSION", "TOOLKIT_B_VERSION", "LOCK")}
     tag = f"pudev-bench/naive:{variant.name}"
     command = ["build", "--progress=plain", "--no-cache", "--file", str(NAIVE_DOCKERFILE), "--tag", tag]
-    for key, value in {**args, "OS_PACKAGES": os_packages()}.items():
+    for key, value in {**args, "OS_PACKAGES": packages}.items():
         command += ["--build-arg", f"{key}={value}"]
     if plan.ca_bundle is not None:
         command += ["--secret", f"id=ca,src={plan.ca_bundle}"]
@@ -282,7 +305,8 @@ def run_scenarios(variant: Variant, profile: str) -> list[Measurement]:
     shipped = base_packages(variant.base_image)
     probes = layer_probes(read_layers(layers_path().read_text()), read_pins(original_lock)[0],
                           {normalize(pin.partition("==")[0]) for pin in shipped})
-    changed = {name: _changed_lock(variant, name, shipped) for name in probes.values()}  # before the clock runs
+    changed = {name: _changed_locks(variant, name, shipped) for name in probes.values()}  # before the clock runs
+    naive_packages = f"{os_packages()} {' '.join(extra_compilers(_built_record(profile, variant)))}".strip()
     # Only the cache mounts go: --no-cache reruns every step, and other images' cached steps
     # (the emulated arm64 base takes 11 minutes) stay for the builds after this one.
     steps_before: set[str] | None = None
@@ -292,7 +316,7 @@ def run_scenarios(variant: Variant, profile: str) -> list[Measurement]:
     try:
         for _ in range(SAMPLES):
             docker.run(["builder", "prune", "--all", "--force", "--filter", "type=exec.cachemount"], timeout=1800)
-            naive_runs.append(_naive(variant, profile))
+            naive_runs.append(_naive(variant, profile, naive_packages))
             docker.run(["builder", "prune", "--all", "--force", "--filter", "type=exec.cachemount"], timeout=1800)
             if steps_before is None:
                 steps_before = _build_cache_ids("regular")
@@ -308,9 +332,12 @@ def run_scenarios(variant: Variant, profile: str) -> list[Measurement]:
         results.append(_measure(profile, "tool-edit", on_run_base, cold))
         TOOL_FILE.write_text(original_tool)
         for layer, name in probes.items():
-            lock.write_text(changed[name])
-            results.append(_measure(profile, PIN_CHANGE + layer, on_run_base, cold, probe=name))
-            lock.write_text(original_lock)
+            pin_runs = []
+            for changed_lock in changed[name]:
+                lock.write_text(changed_lock)
+                pin_runs.append(_measure(profile, PIN_CHANGE + layer, on_run_base, cold, probe=name))
+                lock.write_text(original_lock)
+            results.append(median_of(pin_runs))
         results.append(_measure(profile, "mirror-change", [*on_run_base, "--mirror", "tuna"], cold))
         results.append(_measure(profile, "no-op", [*on_run_base, "--mirror", "tuna"], cold))
     finally:
