@@ -2,8 +2,8 @@
 # single-stage Dockerfile a newcomer would write for the same image. It copies both toolkits
 # as their images hold them (unpruned), installs the same OS packages with apt (the older g++ a
 # toolkit's nvcc needs among them, where the image has one) and the same lock with pip (no cache
-# mount: pip's cache lands in a layer), and cleans up in a separate layer, which frees nothing. The CA secret is mounted only because this machine's proxy
-# needs it, as the real build does.
+# mount: pip's cache lands in a layer), and cleans up in a separate layer, which frees nothing.
+# The CA secret is mounted only because this machine's proxy needs it, as the real build does.
 ARG BASE_IMAGE
 ARG TOOLKIT_A_IMAGE
 ARG TOOLKIT_B_IMAGE
