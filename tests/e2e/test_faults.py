@@ -99,20 +99,33 @@ def _final_steps(log: str, status: str) -> set[str]:
     return {headers[step] for step in ended if step in headers}
 
 
+@pytest.fixture
+def new_os_step_context(local_image: LocalImage, tmp_path: Path, rng: random.Random) -> Path:
+    """A build context whose OS-package script no earlier build had, so that step (apt from its warm caches,
+    5 s or more) and every one after it run. The arch list alone reruns only the last ~5 s of the build,
+    which a random interrupt on a fast machine could miss (2026-12-04: it came after the tag)."""
+    root = build_context_copy(tmp_path)
+    script = root / "docker/steps/install-os-packages.sh"
+    script.write_text(script.read_text() + f"# sigint test {rng.getrandbits(64):x}\n")
+    return root
+
+
 def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
-        local_image: LocalImage, unique_ca_bundle: tuple[Path, str], fault_image_cleanup: None,
+        new_os_step_context: Path, unique_ca_bundle: tuple[Path, str], fault_image_cleanup: None,
         fresh_with_bundle: dict[str, bool], rng: random.Random) -> None:
     bundle, _ = unique_ca_bundle
+    root = new_os_step_context
     docker.run(["rmi", FAULT_TAG], check=False)
     before = _containers()
     build = fresh_build(rng)
     process = subprocess.Popen([*PUDEV, *build, "--ca-bundle", str(bundle)], cwd=REPO_ROOT,
+                               env={**os.environ, "PUDEV_ROOT": str(root)},
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(process.stdout or []), daemon=True)
     reader.start()
-    # The first step the fresh arch list invalidates is the OS-package RUN (~15 s); interrupt at a
-    # random point inside it, once it has really started, so the build is never already finished.
+    # Interrupt at a random point inside the OS-package RUN, once it has really started (its header),
+    # so the build is never already finished.
     deadline = time.monotonic() + 300
     while not any("install-os-packages" in line and "[final" in line for line in lines):
         assert time.monotonic() < deadline and process.poll() is None, "".join(lines)[-3000:]
@@ -133,7 +146,7 @@ def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
                                    check=False).stdout.split()
         assert not leftovers, f"build containers left behind: {leftovers}"
 
-    rerun = run_pudev(*build, "--ca-bundle", str(bundle), timeout=3600)
+    rerun = run_pudev(*build, "--ca-bundle", str(bundle), env={"PUDEV_ROOT": str(root)}, timeout=3600)
     assert rerun.returncode == 0, rerun.stdout[-3000:]
     cached = _final_steps(rerun.stdout, "CACHED")
     assert _final_steps(interrupted_log, "DONE") <= cached, "steps done before the interrupt must be reused"

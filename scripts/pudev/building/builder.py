@@ -1,6 +1,7 @@
 """Run a build plan: stream BuildKit's progress, name the failing stage, and tag
 only on success (BuildKit names the image as its very last step, so a failed or
-interrupted build creates or moves no tag)."""
+interrupted build creates or moves no tag; an interrupt that comes after that step
+says the tag names the new, complete image)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
         try:
             returncode = buildkit_build.run(sink, kept)
         except KeyboardInterrupt:
-            raise PudevError(f"build of {plan.tag} interrupted: no tag was created or moved", exit_code=130) from None
+            raise _interrupted(plan.tag, replaced, docker.image_id(plan.tag)) from None
         if returncode != 0:
             raise _failure(plan, list(kept), returncode)
         image = docker.image_id(plan.tag)
@@ -53,6 +54,15 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
             docker.drop_if_untagged(replaced)
     print(f"pudev: built {plan.tag} ({image[7:19]}) in {time.monotonic() - started:.0f} s", file=sink, flush=True)
     return image
+
+
+def _interrupted(tag: str, replaced: str | None, now: str | None) -> PudevError:
+    """What an interrupt left: nothing, unless it came after BuildKit had named the image (its last step,
+    so that image is complete)."""
+    if now is None or now == replaced:
+        return PudevError(f"build of {tag} interrupted: no tag was created or moved", exit_code=130)
+    return PudevError(f"build of {tag} interrupted after it had finished: {tag} names the new image ({now[7:19]})",
+                      exit_code=130)
 
 
 def _failure(plan: BuildPlan, lines: list[str], returncode: int) -> PudevError:
