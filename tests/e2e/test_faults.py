@@ -182,8 +182,26 @@ def test_the_secret_scan_finds_what_a_layer_holds(unique_ca_bundle: tuple[Path, 
         docker.run(["rmi", probe], check=False)
 
 
-def test_two_builds_at_once_serialise(fault_image_cleanup: None) -> None:
-    # Started together: whichever takes the lock second must wait for the first build.
+def _image_only(tag: str, folder: Path) -> str:
+    """A throwaway image (no layers, a unique label) that `tag` alone names; its id."""
+    (folder / "Dockerfile").write_text(f"FROM scratch\nLABEL org.pudev.test.throwaway={secrets.token_hex(8)}\n")
+    docker.run(["build", "--quiet", "--tag", tag, str(folder)])
+    return docker.image_id(tag) or ""
+
+
+def _removed_within(image: str, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while docker.inspect_image(image) is not None:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
+
+
+def test_two_builds_at_once_serialise(fault_image_cleanup: None, tmp_path: Path) -> None:
+    """Whichever takes the lock second waits for the first build; the image the tag named before is
+    removed (after pudev returned) once no name holds it."""
+    replaced = _image_only(FAULT_TAG, tmp_path)
     first = subprocess.Popen([*PUDEV, *FAULT_BUILD], cwd=REPO_ROOT, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     second = subprocess.Popen([*PUDEV, *FAULT_BUILD], cwd=REPO_ROOT, stdout=subprocess.PIPE,
@@ -194,6 +212,7 @@ def test_two_builds_at_once_serialise(fault_image_cleanup: None) -> None:
     built = {re.search(r"built \S+ \((\w+)\)", out).group(1) for out, _ in outputs}  # type: ignore[union-attr]
     assert len(built) == 1
     assert (docker.image_id(FAULT_TAG) or "")[7:19] in built
+    assert _removed_within(replaced, 120), f"the replaced image {replaced[7:19]} is still there"
 
 
 def _build_in(root: Path) -> subprocess.CompletedProcess[str]:

@@ -58,7 +58,7 @@ def _locks(rng: random.Random) -> list[str]:
 
 
 def test_todays_layers_file_and_locks() -> None:
-    assert [layer.name for layer in LAYERS] == ["opencv", "plotting", "language", "rest", "jupyter", "numerical"]
+    assert [layer.name for layer in LAYERS] == ["language", "opencv", "plotting", "rest", "jupyter", "numerical"]
     assert [layer.name for layer in LAYERS if not layer.packages] == ["rest"]
     assert len(COMMITTED) >= 4 and all(read_pins(path.read_text())[0] for path in COMMITTED)
 
@@ -154,21 +154,27 @@ MOST_INSTALLS_AT_ONCE = 2  # the build host's two CPUs, beside apt (docker/Docke
 
 
 def test_the_package_stages_wait_for_each_other_without_keying_on_each_other() -> None:
-    """Each stage but the first waits for one earlier stage by mounting its /staged/done, a file every
-    stage writes with the same content (so a changed pin upstream leaves the later stages cached). The
-    waits form one tree whose leaves are its parallel chains: at most two installs run at once."""
+    """Each stage but one waits for one other stage by mounting its /staged/done, a file every stage
+    writes with the same content (so a changed pin upstream leaves the later stages cached). The waits
+    form one tree whose leaves are its parallel chains: at most two installs run at once. The tree is
+    the install order, free of the order the image copies the layers in."""
     runs = _install_runs()
     names = [layer.name for layer in LAYERS]
-    assert list(runs) == names
+    assert sorted(runs) == sorted(names)
     waits: dict[str, str] = {}
-    for position, (name, run) in enumerate(runs.items()):
+    for name, run in runs.items():
         waits_for = re.findall(r"from=packages-([\w-]+),source=/staged/done,", run)
         assert run.endswith("&& echo installed > /staged/done"), run
-        if position == 0:
-            assert waits_for == [], run
-            continue
-        assert len(waits_for) == 1 and waits_for[0] in names[:position], run  # an earlier stage: no cycle
-        waits[name] = waits_for[0]
+        assert len(waits_for) <= 1 and set(waits_for) <= set(names) - {name}, run
+        if waits_for:
+            waits[name] = waits_for[0]
+    assert len(set(names) - set(waits)) == 1, f"not one stage that waits for none: {waits}"
+    for name in names:  # every chain of waits ends at that one: no cycle
+        seen = {name}
+        while name in waits:
+            name = waits[name]
+            assert name not in seen, f"the waits form a cycle: {waits}"
+            seen.add(name)
     leaves = set(names) - set(waits.values())
     assert 1 <= len(leaves) <= MOST_INSTALLS_AT_ONCE, waits
 

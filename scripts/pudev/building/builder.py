@@ -1,7 +1,8 @@
 """Run a build plan: stream BuildKit's progress, name the failing stage, and tag
 only on success (BuildKit names the image as its very last step, so a failed or
 interrupted build creates or moves no tag; an interrupt that comes after that step
-says the tag names the new, complete image)."""
+says the tag names the new, complete image). The image a rebuild replaced is removed
+after pudev returns, unless something else still names it."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
         if image is None:
             raise PudevError(f"build of {plan.tag} finished but the engine has no such image; rerun the build")
         if replaced and replaced != image:
-            docker.drop_if_untagged(replaced)
+            docker.drop_if_untagged(replaced, background=True)
     print(f"pudev: built {plan.tag} ({image[7:19]}) in {time.monotonic() - started:.0f} s", file=sink, flush=True)
     return image
 

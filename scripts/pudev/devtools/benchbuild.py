@@ -17,7 +17,8 @@ Emptying the cache mounts affects every build on this engine (its next download 
 cold), so run it where that is fine.
 
 Every build starts from a settled disk (the page cache written back, and the kernel's
-I/O pressure gone quiet), so each time is that build's own. Each scenario keeps
+I/O pressure gone quiet) and after the removal of the image the last build replaced
+(pudev removes it after it returns), so each time is that build's own. Each scenario keeps
 BuildKit's own timing of every step it ran (`steps`), which is where the time goes.
 The naive and the cold build are timed SAMPLES times each, in turn, and compared by
 their medians (every sample is kept in `samples`); each layer's pin is changed to
@@ -194,11 +195,25 @@ def _changed_locks(variant: Variant, package: str, base: list[str]) -> list[str]
     return changed
 
 
-def _measure(profile: str, scenario: str, args: list[str], cold: float | None, probe: str = "") -> Measurement:
+def _measure(variant: Variant, profile: str, scenario: str, args: list[str], cold: float | None,
+             probe: str = "") -> Measurement:
+    replaced = docker.image_id(local_tag(variant))
     seconds, log = _pudev("build", "--profile", profile, *args)
+    _await_removal(replaced)
     ratio = seconds / cold if cold else 1.0
     return Measurement(scenario, seconds, ratio, rebuilt_steps(log), probe,
                        [asdict(item) for item in step_times(log)])
+
+
+def _await_removal(image_id: str | None) -> None:
+    """Wait (at most SETTLE_LIMIT_S) until the image a build replaced is gone or named again: pudev
+    removes it after it returns, and the next build's clock must not run beside that removal."""
+    deadline = time.monotonic() + SETTLE_LIMIT_S
+    while image_id and time.monotonic() < deadline:
+        info = docker.inspect_image(image_id)
+        if info is None or info.get("RepoTags"):
+            return
+        time.sleep(0.5)
 
 
 def os_packages() -> str:
@@ -323,23 +338,23 @@ def run_scenarios(variant: Variant, profile: str) -> list[Measurement]:
             else:  # the previous cold sample's steps (about 5 GB): the edits build on the last one's
                 _drop_build_cache_since(steps_before, "regular")
             on_run_base = ["--base-image", _run_base(variant)]
-            cold_runs.append(_measure(profile, "cold", [*on_run_base, "--no-cache"], None))
+            cold_runs.append(_measure(variant, profile, "cold", [*on_run_base, "--no-cache"], None))
         naive, cold_run = median_of(naive_runs), median_of(cold_runs)
         cold_run.ratio = cold_run.seconds / naive.seconds
         results += [naive, cold_run]
         cold = cold_run.seconds
         TOOL_FILE.write_text(original_tool + f"\n# bench-build probe {time.time()}\n")
-        results.append(_measure(profile, "tool-edit", on_run_base, cold))
+        results.append(_measure(variant, profile, "tool-edit", on_run_base, cold))
         TOOL_FILE.write_text(original_tool)
         for layer, name in probes.items():
             pin_runs = []
             for changed_lock in changed[name]:
                 lock.write_text(changed_lock)
-                pin_runs.append(_measure(profile, PIN_CHANGE + layer, on_run_base, cold, probe=name))
+                pin_runs.append(_measure(variant, profile, PIN_CHANGE + layer, on_run_base, cold, probe=name))
                 lock.write_text(original_lock)
             results.append(median_of(pin_runs))
-        results.append(_measure(profile, "mirror-change", [*on_run_base, "--mirror", "tuna"], cold))
-        results.append(_measure(profile, "no-op", [*on_run_base, "--mirror", "tuna"], cold))
+        results.append(_measure(variant, profile, "mirror-change", [*on_run_base, "--mirror", "tuna"], cold))
+        results.append(_measure(variant, profile, "no-op", [*on_run_base, "--mirror", "tuna"], cold))
     finally:
         TOOL_FILE.write_text(original_tool)
         lock.write_text(original_lock)

@@ -157,8 +157,18 @@ def platform_of(info: dict[str, Any]) -> str:
     return f"{info.get('Os') or 'linux'}/{architecture}" if architecture else ""
 
 
-def drop_if_untagged(image_id: str) -> None:
-    """Remove an image a rebuild replaced, unless something still names it (it holds GBs)."""
+def drop_if_untagged(image_id: str, *, background: bool = False) -> None:
+    """Remove an image a rebuild replaced, unless something still names it (it holds GBs). In the
+    `background`, the caller need not wait: the engine takes seconds to delete a replaced image's
+    files (3.5 s for the 5 GB a cold rebuild replaces, 2026-12-04), time a user waited for nothing.
+    The removal outlives pudev, in a session of its own, so an interrupt at the terminal never
+    reaches it; like `docker rmi`, it leaves an image a container still uses."""
     info = inspect_image(image_id)
-    if info is not None and not info.get("RepoTags"):
+    if info is None or info.get("RepoTags"):
+        return
+    if not background:
         run(["rmi", image_id], check=False)
+        return
+    # sh starts the removal and exits at once, so nothing is left for pudev to reap.
+    subprocess.run(["sh", "-c", '"$@" >/dev/null 2>&1 &', "sh", docker_cli(), "rmi", image_id],
+                   env=docker_env(), stdin=subprocess.DEVNULL, start_new_session=True, check=False, timeout=60)
