@@ -170,11 +170,11 @@ def test_the_package_stages_wait_for_each_other_without_keying_on_each_other() -
             waits[name] = waits_for[0]
     assert len(set(names) - set(waits)) == 1, f"not one stage that waits for none: {waits}"
     for name in names:  # every chain of waits ends at that one: no cycle
-        seen = {name}
-        while name in waits:
-            name = waits[name]
-            assert name not in seen, f"the waits form a cycle: {waits}"
-            seen.add(name)
+        seen, stage = {name}, name
+        while stage in waits:
+            stage = waits[stage]
+            assert stage not in seen, f"the waits form a cycle: {waits}"
+            seen.add(stage)
     leaves = set(names) - set(waits.values())
     assert 1 <= len(leaves) <= MOST_INSTALLS_AT_ONCE, waits
 

@@ -195,7 +195,7 @@ def _changed_locks(variant: Variant, package: str, base: list[str]) -> list[str]
     return changed
 
 
-def _measure(variant: Variant, profile: str, scenario: str, args: list[str], cold: float | None,
+def _measure(variant: Variant, profile: str, scenario: str, args: list[str], cold: float | None, *,
              probe: str = "") -> Measurement:
     replaced = docker.image_id(local_tag(variant))
     seconds, log = _pudev("build", "--profile", profile, *args)
