@@ -2,10 +2,10 @@
 # The GPU half of the checks, run directly on a machine with an NVIDIA GPU and
 # PyTorch but no Docker engine (the device machine), from the repository root:
 #   OUT=reports/gpu sh scripts/gpu-check.sh
-# Steps: `pudev verify` and `pudev gpumon`; a full `pudev bench` (ResNet-50);
-# the GPU half of tests/image (`pudev selftest -- -m gpu`) with
-# PUDEV_REQUIRE_GPU=1; then a ViT-B/16 bench if the time budget
-# (GPU_CHECK_SECONDS, default 540) still allows one.
+# Steps: `pudev verify` and `pudev gpumon`; the GPU half of tests/image
+# (`pudev selftest -- -m gpu`) with PUDEV_REQUIRE_GPU=1, before the long runs so
+# that a stuck bench cannot starve it; a full `pudev bench` (ResNet-50); then a
+# ViT-B/16 bench if the time budget (GPU_CHECK_SECONDS, default 540) still allows one.
 # The machine's own torch, CUDA and nvcc stand in for the image's: a record of
 # them is written first so the tools and tests know what to expect.
 # $OUT receives at most 8 files (the device tool returns no more): checks.log,
@@ -107,8 +107,8 @@ bench() {  # bench MODEL [ARGS...]
     step "bench-$model" "$out/bench.log" pudev bench --model "$model" --out "$out/$model" \
         --data-dir "$work/data" --no-progress "$@"
 }
-bench resnet50
 step gpu-tests "$out/gpu-tests.log" pudev selftest -- -m gpu --color=no
+bench resnet50
 # A ViT-B/16 ladder compiles four more graphs: run it only with time to finish.
 if [ "$(remaining)" -ge "${GPU_CHECK_VIT_SECONDS:-150}" ]; then
     bench vit_b_16 --batch-size 64

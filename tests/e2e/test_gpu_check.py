@@ -35,7 +35,7 @@ def _gpu_check(image: LocalImage, out: Path, budget_s: int) -> str:
 def test_without_a_gpu_every_step_runs_and_fails_strictly(local_image: LocalImage, tmp_path: Path) -> None:
     out = tmp_path / "out"
     stdout = _gpu_check(local_image, out, budget_s=600)
-    assert "gpu-check: FAILED: verify gpumon bench-resnet50 gpu-tests bench-vit_b_16 (" in stdout
+    assert "gpu-check: FAILED: verify gpumon gpu-tests bench-resnet50 bench-vit_b_16 (" in stdout
     assert {path.name for path in out.iterdir()} == RETURNED_FILES
 
     # The GPU half: all of test_gpu.py (marked as a module) and gpu-marked tests elsewhere, such as pudev dist's.

@@ -94,10 +94,10 @@ KEPT_CCACHE = "PUDEV_SUITE_CCACHE_DIR"
 def extension_cache(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment of the session's one cold extension build: a compiler cache of its own, which that
     build alone fills (test_compile_workshop.py then builds again from it, instead of a second cold build)."""
-    from cuda_extension import TEST_ARCH
+    from cuda_extension import extension_arch
 
     cache = os.environ.get(KEPT_CCACHE) or str(tmp_path_factory.mktemp("extension-ccache"))
-    return {**os.environ, "CCACHE_DIR": cache, "TORCH_CUDA_ARCH_LIST": TEST_ARCH}
+    return {**os.environ, "CCACHE_DIR": cache, "TORCH_CUDA_ARCH_LIST": extension_arch()}
 
 
 @pytest.fixture(scope="session")

@@ -39,6 +39,17 @@ def import_extension(built: Path) -> Any:
 TEST_ARCH = "8.0"
 
 
+def extension_arch() -> str:
+    """TEST_ARCH, or with a GPU attached, that GPU's own: machine code for 8.0 runs only on 8.x GPUs
+    (an H200, 9.0, got its input back unchanged from a kernel that never started)."""
+    import torch
+
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        return f"{major}.{minor}"
+    return TEST_ARCH
+
+
 def build_extension(workdir: Path, env: dict[str, str] | None = None) -> Path:
     """Build against the default toolkit; its output stays in workdir/build.log."""
     result = setup_py_build(workdir, {"TORCH_CUDA_ARCH_LIST": TEST_ARCH, **(env or {})})

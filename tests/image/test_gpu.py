@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
-from cuda_extension import import_extension
+from cuda_extension import build_extension, import_extension
 
 pytestmark = pytest.mark.gpu
 
@@ -60,6 +61,19 @@ def test_extension_kernel_runs_on_the_gpu(gpu: str, built_extension: Path) -> No
     module = import_extension(built_extension)
     data = torch.arange(1000, dtype=torch.float32, device=gpu)
     torch.testing.assert_close(module.add_one(data).cpu(), torch.arange(1000, dtype=torch.float32) + 1)
+
+
+def test_extension_built_for_another_gpu_raises_instead_of_returning_wrong_numbers(gpu: str, tmp_path: Path) -> None:
+    major, _ = torch.cuda.get_device_capability()
+    foreign = "9.0" if major == 8 else "8.0"  # machine code of another major never runs, and no PTX goes in
+    built = build_extension(tmp_path, {"TORCH_CUDA_ARCH_LIST": foreign, "CCACHE_DIR": str(tmp_path / "ccache")})
+    # Its own process: the session's module of the same name is already imported here.
+    run = subprocess.run([sys.executable, "-c", "import torch, pudev_test_extension as m; "
+                          "m.add_one(torch.zeros(4, device='cuda'))"], cwd=built, capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert run.returncode != 0
+    assert "add_one kernel failed: no kernel image is available for execution on the device" in run.stderr, \
+        run.stderr[-2000:]
 
 
 def test_verify_passes_on_a_gpu(gpu: str) -> None:

@@ -59,6 +59,9 @@ def test_bench_smoke_runs_every_rung_and_writes_outputs(tmp_path: Path) -> None:
     assert report["complete"] is True  # written after each rung, marked complete at the end
     assert [rung["name"] for rung in report["rungs"]] == ["baseline", "loader", "compile", "amp", "channels_last",
                                                           "checkpoint"]
+    # From the loader rung on, workers send raw JPEG bytes and the batch is decoded after them, as on a GPU.
+    assert [rung["settings"]["gpu_decode"] for rung in report["rungs"]] == [False] + [True] * 5
+    assert report["rungs"][1]["workers"] >= 1
     for rung in report["rungs"]:
         assert rung["verdict"] == "ok", rung["name"]
         assert rung["median_step_s"] > 0 and len(rung["losses"]) == 6
@@ -67,6 +70,28 @@ def test_bench_smoke_runs_every_rung_and_writes_outputs(tmp_path: Path) -> None:
     jpegs = list((tmp_path / "data").rglob("*.jpg"))
     assert len(jpegs) == 128 and jpegs[0].read_bytes()[:2] == b"\xff\xd8"  # real JPEG files on disk
     assert "speed-up" in result.stdout and "cpu (smoke: timings mean nothing)" in result.stdout
+
+
+class _SlowDataset:  # map-style: what DataLoader needs of a dataset
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, index: int) -> int:
+        import time
+
+        time.sleep(5)
+        return index
+
+
+def test_a_stalled_bench_loader_is_one_error_not_a_hang() -> None:
+    from torch.utils.data import DataLoader
+
+    from pudev.image.bench.ladder import LoaderStalledError, Rung, next_batch
+
+    loader = DataLoader(_SlowDataset(), batch_size=2, num_workers=1, timeout=1)
+    with pytest.raises(LoaderStalledError, match=r"^rung 1 \(loader\): DataLoader timed out after 1 seconds, so a "):
+        next_batch(iter(loader), Rung(1, "loader"))
+    assert next_batch(iter([(1, 2)]), Rung(0, "baseline")) == (1, 2)
 
 
 @pytest.mark.nogpu

@@ -39,14 +39,15 @@ def loader_workers(cap: int = 16) -> int:
 
 def fast_loader(dataset: Dataset[Any], batch_size: int, *, shuffle: bool = True, workers: int | None = None,
                 generator: torch.Generator | None = None, collate_fn: Callable[..., Any] | None = None,
-                drop_last: bool = True) -> DataLoader[Any]:
+                drop_last: bool = True, timeout: float = 0) -> DataLoader[Any]:
     """A DataLoader tuned for GPU training: workers sized from the CPUs the container
-    may use, pinned memory, persistent workers and deeper prefetching."""
+    may use, pinned memory, persistent workers and deeper prefetching. `timeout` (seconds, 0 for
+    none) bounds the wait for one batch from the workers; without workers there is nothing to wait for."""
     workers = loader_workers() if workers is None else workers
     return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, num_workers=workers,
                       pin_memory=torch.cuda.is_available(), persistent_workers=workers > 0,
                       prefetch_factor=4 if workers > 0 else None, generator=generator, collate_fn=collate_fn,
-                      drop_last=drop_last)
+                      drop_last=drop_last, timeout=timeout if workers > 0 else 0)
 
 
 def to_device(batch: tuple[torch.Tensor, ...], device: str | torch.device, *, channels_last: bool = False,

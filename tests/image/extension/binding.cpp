@@ -3,12 +3,13 @@
 
 int cuda_runtime_version();
 int launch_add_one(float* data, int count);
+const char* cuda_error_text(int status);
 
 torch::Tensor add_one(torch::Tensor tensor) {
     TORCH_CHECK(tensor.is_cuda() && tensor.scalar_type() == torch::kFloat32, "add_one needs a float32 CUDA tensor");
     auto result = tensor.contiguous().clone();
     int status = launch_add_one(result.data_ptr<float>(), static_cast<int>(result.numel()));
-    TORCH_CHECK(status == 0, "add_one kernel failed with CUDA error ", status);
+    TORCH_CHECK(status == 0, "add_one kernel failed: ", cuda_error_text(status), " (CUDA error ", status, ")");
     return result;
 }
 

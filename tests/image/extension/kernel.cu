@@ -15,9 +15,18 @@ int cuda_runtime_version() {
     return version;
 }
 
-// Launch on device memory; returns the CUDA error code (0 on success).
+// Launch on device memory; returns the CUDA error code (0 on success). A launch that cannot start (no
+// machine code for this GPU) reports only through cudaGetLastError: synchronising alone returns success.
 int launch_add_one(float* data, int count) {
     int threads = 128;
     add_one_kernel<<<(count + threads - 1) / threads, threads>>>(data, count);
+    cudaError_t launched = cudaGetLastError();
+    if (launched != cudaSuccess) {
+        return static_cast<int>(launched);
+    }
     return static_cast<int>(cudaDeviceSynchronize());
+}
+
+const char* cuda_error_text(int status) {
+    return cudaGetErrorString(static_cast<cudaError_t>(status));
 }

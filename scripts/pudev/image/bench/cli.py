@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from tqdm import tqdm
 
-    from pudev.image.bench.data import gpu_decode_supported, make_jpeg_folder
-    from pudev.image.bench.ladder import BenchConfig, is_conv_net, ladder, run_rung
+    from pudev.image.bench.data import batch_decode_supported, make_jpeg_folder
+    from pudev.image.bench.ladder import BenchConfig, LoaderStalledError, is_conv_net, ladder, run_rung
 
     settings: dict[str, Any] = dict(SMOKE if args.smoke else FULL)
     for key in ("model", "batch_size", "steps", "warmup", "images", "image_size"):
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     config = BenchConfig(model=settings["model"], device=device, data=data, classes=settings["classes"],
                          batch_size=settings["batch_size"], warmup=settings["warmup"], steps=settings["steps"],
                          compile_mode=args.compile_mode)
-    rungs = [rung for rung in ladder(gpu_decode=gpu_decode_supported(device), conv_net=is_conv_net(config.model))
+    rungs = [rung for rung in ladder(gpu_decode=batch_decode_supported(device), conv_net=is_conv_net(config.model))
              if rung.index in _rung_indices(args.rungs)]
     gpu_name = torch.cuda.get_device_name() if device == "cuda" else "cpu (smoke: timings mean nothing)"
     print(f"pudev bench: {config.model}, batch {config.batch_size}, {settings['image_size']}px JPEGs, "
@@ -77,7 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     with tqdm(total=total, disable=args.no_progress, unit="step", file=sys.stderr) as progress:
         for rung in rungs:
             progress.set_description(f"rung {rung.index} {rung.name}")
-            results.append(run_rung(config, rung, progress).summary(config.batch_size))
+            try:
+                results.append(run_rung(config, rung, progress).summary(config.batch_size))
+            except LoaderStalledError as error:
+                print(f"pudev bench: {error}; {out / 'bench.json'} keeps the rungs measured before it",
+                      file=sys.stderr)
+                return 1
             summary = summarise(results)
             # Written after every rung, so a run cut short (a time limit, Ctrl-C) keeps what it measured.
             write_json(out / "bench.json", {**payload, "complete": len(results) == len(rungs), "rungs": results,

@@ -49,7 +49,7 @@ def _samples(root: Path) -> list[tuple[Path, int]]:
 
 class JpegFolder(Dataset[tuple[Any, int]]):
     """decode="cpu": PIL decode + normalise in the loader workers (the usual pipeline).
-    decode="gpu": workers only read the bytes; decode_on_gpu() decodes a whole batch on the GPU."""
+    decode="gpu": workers only read the bytes; decode_batch() decodes a whole batch (on the GPU)."""
 
     def __init__(self, root: Path, *, decode: str = "cpu") -> None:
         self.samples = _samples(root)
@@ -63,9 +63,9 @@ class JpegFolder(Dataset[tuple[Any, int]]):
     def __getitem__(self, index: int) -> tuple[Any, int]:
         path, label = self.samples[index]
         if self.decode == "gpu":
-            from torchvision.io import read_file
-
-            return read_file(str(path)), label
+            # Plain memory, not torchvision's read_file: that tensor maps the file privately and keeps no
+            # descriptor, so a loader worker cannot send it (EBADF in DupFd), and the batch never arrives.
+            return torch.frombuffer(bytearray(path.read_bytes()), dtype=torch.uint8), label
         with Image.open(path) as image:
             array = np.asarray(image.convert("RGB"), dtype=np.float32) / 255.0
         tensor = torch.from_numpy(array).permute(2, 0, 1)
@@ -76,24 +76,26 @@ def collate_bytes(batch: list[tuple[torch.Tensor, int]]) -> tuple[list[torch.Ten
     return [item[0] for item in batch], torch.tensor([item[1] for item in batch])
 
 
-def decode_on_gpu(encoded: list[torch.Tensor], device: str) -> torch.Tensor:
-    """nvJPEG through torchvision: one batched decode on the GPU, then normalise there."""
+def decode_batch(encoded: list[torch.Tensor], device: str) -> torch.Tensor:
+    """nvJPEG through torchvision: one batched decode on the GPU, then normalise there. On the CPU
+    (the smoke run, which follows the same path) one image at a time: torchvision 0.19 takes no list there."""
     from torchvision.io import decode_jpeg
 
-    images = torch.stack(decode_jpeg(encoded, device=device)).float().div_(255)
+    decoded = decode_jpeg(encoded, device=device) if device.startswith("cuda") else [decode_jpeg(item)
+                                                                                     for item in encoded]
+    images = torch.stack(decoded).float().div_(255)
     mean = torch.tensor(MEAN, device=device).view(1, 3, 1, 1)
     std = torch.tensor(STD, device=device).view(1, 3, 1, 1)
     return (images - mean) / std
 
 
-def gpu_decode_supported(device: str) -> bool:
-    if not device.startswith("cuda"):
-        return False
+def batch_decode_supported(device: str) -> bool:
+    """Whether decode_batch works on `device`: nvJPEG on a GPU, torchvision's libjpeg on the CPU."""
     try:
-        from torchvision.io import decode_jpeg, encode_jpeg
+        from torchvision.io import encode_jpeg
 
         probe = encode_jpeg(torch.zeros(3, 8, 8, dtype=torch.uint8))
-        decode_jpeg([probe], device=device)
+        decode_batch([probe], device)
         return True
     except (RuntimeError, TypeError, ImportError):
         return False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from pudev.image.bench.data import JpegFolder, collate_bytes, decode_on_gpu
+from pudev.image.bench.data import JpegFolder, collate_bytes, decode_batch
 from pudev.image.bench.models import CONV_NETS, build_model
 from pudev.image.train import MixedPrecision, batches, fast_loader, loader_workers, optimize_model, to_device
+
+# How long a rung waits for one batch. A worker whose batch cannot be sent (an error in its sending thread)
+# drops it, and the loader would wait forever; a batch takes seconds even on the smoke run's CPU.
+LOADER_TIMEOUT_S = 300.0
+
+
+class LoaderStalledError(RuntimeError):
+    """A rung's data loader delivered no batch within LOADER_TIMEOUT_S."""
 
 
 @dataclass(frozen=True)
@@ -121,13 +130,26 @@ def _loader(config: BenchConfig, rung: Rung) -> tuple[Any, int]:
     collate = collate_bytes if rung.gpu_decode else None
     if rung.tuned_loader:
         workers = loader_workers()
-        tuned = fast_loader(dataset, config.batch_size, generator=generator, collate_fn=collate, workers=workers)
+        tuned = fast_loader(dataset, config.batch_size, generator=generator, collate_fn=collate, workers=workers,
+                            timeout=LOADER_TIMEOUT_S)
         return tuned, workers
     from torch.utils.data import DataLoader
 
     loader = DataLoader(dataset, batch_size=config.batch_size, shuffle=True, num_workers=config.baseline_workers,
-                        generator=generator, collate_fn=collate, drop_last=True)
+                        generator=generator, collate_fn=collate, drop_last=True,
+                        timeout=LOADER_TIMEOUT_S if config.baseline_workers else 0)
     return loader, config.baseline_workers
+
+
+def next_batch(source: Iterator[Any], rung: Rung) -> Any:
+    """The next batch, or LoaderStalledError in place of the DataLoader's bare timeout."""
+    try:
+        return next(source)
+    except RuntimeError as error:
+        if "DataLoader timed out" not in str(error):
+            raise
+        raise LoaderStalledError(f"rung {rung.index} ({rung.name}): {error}, so a worker lost a batch "
+                                 "(its error is above)") from None
 
 
 def run_rung(config: BenchConfig, rung: Rung, progress: Any = None) -> RungResult:
@@ -151,9 +173,9 @@ def run_rung(config: BenchConfig, rung: Rung, progress: Any = None) -> RungResul
                 torch.cuda.reset_peak_memory_stats()
             sampler = UtilizationSampler(config.device).__enter__()
         started = time.perf_counter()
-        images, labels = next(source)
+        images, labels = next_batch(source, rung)
         if rung.gpu_decode:
-            images, labels = decode_on_gpu(images, config.device), labels.to(config.device, non_blocking=True)
+            images, labels = decode_batch(images, config.device), labels.to(config.device, non_blocking=True)
             if rung.channels_last:
                 images = images.contiguous(memory_format=torch.channels_last)
         elif rung.tuned_loader:
