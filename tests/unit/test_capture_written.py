@@ -119,3 +119,66 @@ def test_written_python_is_byte_compiled_from_the_same_walk_and_moves_with_its_s
     header = pyc.read_bytes()[:16]
     assert int.from_bytes(header[8:12], "little") == int(source.st_mtime) & 0xFFFFFFFF
     assert int.from_bytes(header[12:16], "little") == source.st_size
+
+
+MOUNTINFO = """\
+22 1 0:21 / / rw,relatime - ext4 /dev/vda rw
+612 22 0:52 / / rw,relatime - {top} overlay rw,lowerdir=/l1:/l2,upperdir=/u,workdir=/w
+613 612 0:53 / /proc rw,nosuid - proc proc rw
+614 612 0:54 / /tmp rw - tmpfs tmpfs rw
+"""
+
+
+@pytest.mark.parametrize(("top", "expected"), [("overlay", True), ("ext4", False), ("fuse.fuse-overlayfs", False)])
+def test_only_an_overlayfs_root_counts_as_copied_up(capture: ModuleType, tmp_path: Path, top: str,
+                                                    expected: bool) -> None:
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(MOUNTINFO.format(top=top))  # the topmost mount on / decides, not the one below it
+    assert capture.copies_up("/", str(mountinfo)) is expected
+    assert capture.copies_up("/tmp", str(mountinfo)) is False
+
+
+def _step_tree(root: Path, *, copy_up: bool) -> int:
+    """A base with an untouched subtree, then a step that writes deep under another; with copy_up, every
+    directory above what it wrote gets a new ctime, as overlayfs gives the directories it copies up."""
+    (root / "usr/lib/python3/site").mkdir(parents=True)
+    for index in range(20):
+        (root / f"usr/share/doc/package{index}").mkdir(parents=True)
+        (root / f"usr/share/doc/package{index}/README").write_text("base")
+    time.sleep(0.01)
+    since = time.time_ns()
+    time.sleep(0.01)
+    (root / "usr/lib/python3/site/numpy").mkdir()
+    (root / "usr/lib/python3/site/numpy/__init__.py").write_text("numpy")
+    if copy_up:
+        for directory in (root / "usr/lib/python3", root / "usr/lib", root / "usr"):
+            directory.chmod(0o755)  # any change of attributes sets the ctime, as a copy-up does
+    return since
+
+
+def test_the_walk_skips_what_overlayfs_never_copied_up(capture: ModuleType, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "root"
+    since = _step_tree(root, copy_up=True)
+    full = capture.written(str(root), since, set())
+    entered: list[str] = []
+    real_scandir = os.scandir
+
+    def recording_scandir(path: str) -> object:
+        entered.append(path)
+        return real_scandir(path)
+
+    monkeypatch.setattr(capture.os, "scandir", recording_scandir)
+    pruned = capture.written(str(root), since, set(), copied_up_only=True)
+    assert [path for path, _ in pruned] == [path for path, _ in full]
+    assert str(root / "usr/lib/python3/site/numpy/__init__.py") in [path for path, _ in pruned]
+    assert not [path for path in entered if "/usr/share" in path]  # the 21 untouched directories: never entered
+
+
+def test_without_copy_up_only_the_full_walk_finds_everything(capture: ModuleType, tmp_path: Path) -> None:
+    """Why the pruned walk is kept to overlayfs: a snapshot that copies the tree leaves /usr's ctime old."""
+    root = tmp_path / "root"
+    since = _step_tree(root, copy_up=False)
+    written = str(root / "usr/lib/python3/site/numpy/__init__.py")
+    assert written in [path for path, _ in capture.written(str(root), since, set())]
+    assert written not in [path for path, _ in capture.written(str(root), since, set(), copied_up_only=True)]

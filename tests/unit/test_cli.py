@@ -191,6 +191,7 @@ def test_build_runs_the_command_plan_prints(on_engine: bool, capsys: pytest.Capt
     monkeypatch.setattr(images, "identity", identity)
     monkeypatch.setattr(docker, "require_daemon", lambda: None)
     monkeypatch.setattr(docker, "ensure_local", ensure_local)
+    monkeypatch.setattr(docker, "inspect_images", dict.fromkeys)  # none on the engine: ensure_local asks
     monkeypatch.setattr(docker, "require_buildkit", lambda: "docker")
     monkeypatch.setattr(docker, "image_id", lambda _: None)
     monkeypatch.setattr(builder, "one_build_at_a_time", lambda _: contextlib.nullcontext())

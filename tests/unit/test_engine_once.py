@@ -66,9 +66,9 @@ def test_the_inventory_is_read_by_one_container_for_every_reader(calls: Path) ->
     assert sum(line.startswith("run ") for line in calls.read_text().splitlines()) == 2, "a new command reads anew"
 
 
-def test_a_build_inspects_each_input_image_once(monkeypatch: pytest.MonkeyPatch, matrix_file: WriteMatrix,
-                                                lock_folder: Path) -> None:
-    """The pull step's inspection is also the image's identity: no second and third question."""
+def test_a_build_inspects_its_input_images_once_and_together(monkeypatch: pytest.MonkeyPatch,
+                                                              matrix_file: WriteMatrix, lock_folder: Path) -> None:
+    """One question for all input images, whose answer is also each image's identity: no second and third."""
     from pudev.building import builder
     from pudev.building.input_images import input_images
     from pudev.building.plan_assembly import BuildOptions, plan_builds
@@ -85,7 +85,14 @@ def test_a_build_inspects_each_input_image_once(monkeypatch: pytest.MonkeyPatch,
     def popen(command: list[str], **_: object) -> None:
         raise PudevError("stopped before docker ran")
 
+    calls: list[list[str]] = []
+
+    def inspect_images(refs: list[str]) -> dict[str, object]:
+        calls.append(list(refs))
+        return {ref: inspect_image(ref) for ref in refs}
+
     monkeypatch.setattr(docker, "inspect_image", inspect_image)
+    monkeypatch.setattr(docker, "inspect_images", inspect_images)
     monkeypatch.setattr(docker, "require_daemon", lambda: None)
     monkeypatch.setattr(docker, "require_buildkit", lambda: "docker")
     monkeypatch.setattr(builder, "one_build_at_a_time", lambda _: contextlib.nullcontext())
@@ -96,3 +103,4 @@ def test_a_build_inspects_each_input_image_once(monkeypatch: pytest.MonkeyPatch,
         builder.run_build(plan)
     inputs = [image.reference for image in input_images(variant)]
     assert {ref: asked[ref] for ref in inputs} == dict.fromkeys(inputs, 1)
+    assert calls == [inputs]

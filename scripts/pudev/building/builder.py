@@ -28,9 +28,11 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
     platform = plan.variant.platform
     emulation.require_runnable(platform, f"pudev build {plan.variant.name} --platform {platform}")
     # The record names the base's and toolkits' digests, so they must be here (pulled if need be) first,
-    # for the platform built. Each input image is inspected once: the pull step's answer is its identity.
-    inspected = {needed.reference: docker.ensure_local(needed.reference, platform=platform)
-                 for needed in input_images(plan.variant)}
+    # for the platform built. The input images are inspected once, together: that answer (or the pull
+    # step's) is their identity.
+    present = docker.inspect_images([needed.reference for needed in input_images(plan.variant)])
+    inspected = {reference: docker.ensure_local(reference, platform=platform, present=info)
+                 for reference, info in present.items()}
     (plan,) = identify([plan], (already_inspected(inspected),))
     spec = plan.spec()  # the plan `pudev plan` prints, each fact it left to the build now filled in
     if spec.pending:

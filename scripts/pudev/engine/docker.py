@@ -119,6 +119,18 @@ def inspect_image(ref: str) -> dict[str, Any] | None:
     return data[0]
 
 
+def inspect_images(refs: Sequence[str]) -> dict[str, dict[str, Any] | None]:
+    """Each image's inspect output (None where the engine lacks it): one call where it has them all
+    (each call costs the client's start, about 70 ms), else one per image, since the engine's answer
+    then leaves the missing ones out and no longer lines up with `refs`."""
+    result = run(["image", "inspect", *refs], check=False) if refs else None
+    if result is not None and result.returncode == 0:
+        found: list[dict[str, Any]] = json.loads(result.stdout)
+        if len(found) == len(refs):
+            return dict(zip(refs, found, strict=True))
+    return {ref: inspect_image(ref) for ref in refs}
+
+
 def image_id(ref: str) -> str | None:
     info = inspect_image(ref)
     return str(info["Id"]) if info else None
@@ -136,11 +148,13 @@ PULL_HINT = ("behind a Docker Hub block, add --pull-mirror PREFIX (a registry mi
              "or --base-image / --toolkit-image")
 
 
-def ensure_local(image: str, *, hint: str = PULL_HINT, platform: str = "") -> dict[str, Any]:
+def ensure_local(image: str, *, hint: str = PULL_HINT, platform: str = "",
+                 present: dict[str, Any] | None = None) -> dict[str, Any]:
     """Pull `image` unless the engine already has it (output streams to the terminal); returns its
     `docker image inspect`, so the caller need not ask again. With a `platform`, an image of another
-    platform under that name does not count (the engine keeps one platform per name)."""
-    info = inspect_image(image)
+    platform under that name does not count (the engine keeps one platform per name). `present`: the
+    image's inspect where the caller already has it (inspect_images)."""
+    info = present if present is not None else inspect_image(image)
     if info is not None and platform_of(info) in ("", platform or platform_of(info)):
         return info
     pull = [docker_cli(), "pull", *(["--platform", platform] if platform else []), image]
