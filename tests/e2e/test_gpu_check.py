@@ -66,5 +66,5 @@ def test_a_spent_budget_runs_nothing_and_says_so(local_image: LocalImage, tmp_pa
     stdout = _gpu_check(local_image, tmp_path / "out", budget_s=0)
     assert "== verify: not run, the 0s budget is spent" in stdout
     assert "== bench-vit_b_16: skipped" in stdout
-    assert ("FAILED: verify(not-run) gpumon(not-run) bench-resnet50(not-run) gpu-tests(not-run) "
+    assert ("FAILED: verify(not-run) gpumon(not-run) gpu-tests(not-run) bench-resnet50(not-run) "
             "bench-vit_b_16(not-run)") in stdout
