@@ -26,9 +26,11 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFa
     caches = (docker.docker_cli, docker._can_buildkit, images.inventory)  # per command in real use
     for cache in caches:
         cache.cache_clear()
+    docker.versions.clear()
     yield
     for cache in caches:
         cache.cache_clear()
+    docker.versions.clear()
 
 
 @pytest.fixture

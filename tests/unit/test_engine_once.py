@@ -25,7 +25,7 @@ INVENTORY = {"torch": "2.9.0+cu130", "cuda": "13.0", "cudnn": 91000, "python": "
 FAKE = """#!/bin/sh
 echo "$*" >> "{log}"
 case "$*" in
-  "version --format {{{{.Client.Version}}}}") echo 20.10.24 ;;
+  "version --format "*) echo '20.10.24|20.10.24' ;;
   "image inspect "*) echo '[{{"Id": "sha256:1111", "Size": 1, "RepoDigests": [], "Config": {{"Labels": {{}}}}}}]' ;;
   "history "*) echo '{{"Size": "1", "CreatedBy": "RUN x"}}' ;;
   "run --rm --entrypoint pudev "*" inventory") echo '{inventory}' ;;
@@ -45,10 +45,28 @@ def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return log
 
 
+def _version_calls(calls: Path) -> int:
+    return sum(line.startswith("version ") for line in calls.read_text().splitlines())
+
+
 def test_buildkit_is_probed_once(calls: Path) -> None:
     for _ in range(3):
         docker.require_buildkit()
-    assert calls.read_text().splitlines().count("version --format {{.Client.Version}}") == 1
+    assert _version_calls(calls) == 1
+
+
+def test_a_build_asks_the_client_and_the_engine_in_one_call(calls: Path) -> None:
+    docker.require_daemon()
+    docker.require_buildkit()
+    assert _version_calls(calls) == 1
+
+
+def test_each_later_check_for_the_engine_asks_it_again(calls: Path) -> None:
+    # (a long test run checks that the engine is still there: an old answer would hide that it went)
+    docker.require_buildkit()
+    for _ in range(3):
+        docker.require_daemon()
+    assert _version_calls(calls) == 3
 
 
 def test_the_inventory_is_read_by_one_container_for_every_reader(calls: Path) -> None:
@@ -68,7 +86,8 @@ def test_the_inventory_is_read_by_one_container_for_every_reader(calls: Path) ->
 
 def test_a_build_inspects_its_input_images_once_and_together(monkeypatch: pytest.MonkeyPatch,
                                                               matrix_file: WriteMatrix, lock_folder: Path) -> None:
-    """One question for all input images, whose answer is also each image's identity: no second and third."""
+    """One question for all input images and the image the build replaces, whose answer is also each input's
+    identity: no second and third, and none after the build (BuildKit writes the new image's id)."""
     from pudev.building import builder
     from pudev.building.input_images import input_images
     from pudev.building.plan_assembly import BuildOptions, plan_builds
@@ -103,4 +122,4 @@ def test_a_build_inspects_its_input_images_once_and_together(monkeypatch: pytest
         builder.run_build(plan)
     inputs = [image.reference for image in input_images(variant)]
     assert {ref: asked[ref] for ref in inputs} == dict.fromkeys(inputs, 1)
-    assert calls == [inputs]
+    assert calls == [[*inputs, plan.tag]]

@@ -19,6 +19,9 @@ FAKE = """#!/bin/sh
 case "$*" in
   "image inspect {untagged}") echo '[{{"Id": "{untagged}", "RepoTags": []}}]' ;;
   "image inspect {tagged}") echo '[{{"Id": "{tagged}", "RepoTags": ["example/dev-image:cu130"]}}]' ;;
+  "image inspect --format {{{{len .RepoTags}}}} {untagged}") echo 0 ;;
+  "image inspect --format {{{{len .RepoTags}}}} {tagged}") echo 1 ;;
+  "image inspect "*) echo "Error: No such image: $3" >&2; exit 1 ;;
   "rmi "*)
     tries=0
     while [ ! -e "{gate}" ] && [ "$tries" -lt 300 ]; do sleep 0.1; tries=$((tries + 1)); done

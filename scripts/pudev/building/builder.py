@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import collections
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import TextIO
 
 from pudev.building.buildlog import find_failure
@@ -27,22 +29,27 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
     docker.require_daemon()
     platform = plan.variant.platform
     emulation.require_runnable(platform, f"pudev build {plan.variant.name} --platform {platform}")
-    # The record names the base's and toolkits' digests, so they must be here (pulled if need be) first,
-    # for the platform built. The input images are inspected once, together: that answer (or the pull
-    # step's) is their identity.
-    present = docker.inspect_images([needed.reference for needed in input_images(plan.variant)])
-    inspected = {reference: docker.ensure_local(reference, platform=platform, present=info)
-                 for reference, info in present.items()}
-    (plan,) = identify([plan], (already_inspected(inspected),))
-    spec = plan.spec()  # the plan `pudev plan` prints, each fact it left to the build now filled in
-    if spec.pending:
-        missing = ", ".join(fact.name for fact in spec.pending)
-        raise PudevError(f"the engine has no identity for {missing} of {plan.tag} although it was just pulled; "
-                         "rerun the build")
-    buildkit_build = builds.BuildKitBuild(cli_args(spec))
     kept: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
-    with one_build_at_a_time(plan.tag):
-        replaced = docker.image_id(plan.tag)
+    with one_build_at_a_time(plan.tag), tempfile.TemporaryDirectory(prefix="pudev-build-") as scratch:
+        # The record names the base's and toolkits' digests, so they must be here (pulled if need be)
+        # first, for the platform built. The input images and the image this build replaces are
+        # inspected once, together (each call costs the client's start): that answer (or the pull
+        # step's) is the inputs' identity.
+        references = [needed.reference for needed in input_images(plan.variant)]
+        present = docker.inspect_images([*references, plan.tag])
+        replaced_info = present.pop(plan.tag)
+        replaced = str(replaced_info["Id"]) if replaced_info else None
+        inspected = {reference: docker.ensure_local(reference, platform=platform, present=info)
+                     for reference, info in present.items()}
+        (plan,) = identify([plan], (already_inspected(inspected),))
+        spec = plan.spec()  # the plan `pudev plan` prints, each fact it left to the build now filled in
+        if spec.pending:
+            missing = ", ".join(fact.name for fact in spec.pending)
+            raise PudevError(f"the engine has no identity for {missing} of {plan.tag} although it was just "
+                             "pulled; rerun the build")
+        # BuildKit writes the new image's id to a file: no inspect after the build.
+        id_file = Path(scratch) / "image-id"
+        buildkit_build = builds.BuildKitBuild(cli_args(spec, id_file=id_file))
         started = time.monotonic()
         try:
             returncode = buildkit_build.run(sink, kept)
@@ -50,8 +57,8 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
             raise _interrupted(plan.tag, replaced, docker.image_id(plan.tag)) from None
         if returncode != 0:
             raise _failure(plan, list(kept), returncode)
-        image = docker.image_id(plan.tag)
-        if image is None:
+        image = id_file.read_text().strip() if id_file.exists() else docker.image_id(plan.tag)
+        if not image:
             raise PudevError(f"build of {plan.tag} finished but the engine has no such image; rerun the build")
         if replaced and replaced != image:
             docker.drop_if_untagged(replaced, background=True)

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +26,62 @@ START_HINT = (
 )
 
 
+# One `docker version` answers both what the client is and whether an engine answers (each call costs
+# the client's start, about 50 ms, on every build). The server part is empty when no engine answers.
+VERSIONS_FORMAT = "{{.Client.Version}}|{{if .Server}}{{.Server.Version}}{{end}}"
+
+
+@dataclass(frozen=True)
+class Versions:
+    client: str
+    server: str
+    error: str  # the client's last line when no engine answered
+
+
+class _VersionProbe:
+    """The client's version, asked once per client and command. The engine's answer is used at most
+    once more: by the next require_daemon(), which otherwise asks again (a later check must see an
+    engine that has gone away since)."""
+
+    def __init__(self) -> None:
+        self.clients: dict[str, str] = {}
+        self.unused: dict[str, Versions] = {}
+
+    def ask(self, cli: str) -> Versions:
+        try:
+            result = subprocess.run([cli, "version", "--format", VERSIONS_FORMAT], check=False, capture_output=True,
+                                    text=True, timeout=20, env=docker_env())
+            client, _, server = result.stdout.strip().partition("|")
+            answer = Versions(client.strip(), server.strip(), last_line(result.stderr))
+        except (OSError, subprocess.TimeoutExpired) as error:
+            answer = Versions("", "", str(error))
+        self.clients[cli], self.unused[cli] = answer.client, answer
+        return answer
+
+    def client(self, cli: str) -> str:
+        return self.clients[cli] if cli in self.clients else self.ask(cli).client
+
+    def server_now(self, cli: str) -> Versions:
+        """The engine's answer from a probe this command has not used yet, else a new one."""
+        answer = self.unused.pop(cli, None) or self.ask(cli)
+        self.unused.pop(cli, None)
+        return answer
+
+    def clear(self) -> None:
+        self.clients.clear()
+        self.unused.clear()
+
+
+versions = _VersionProbe()
+
+
 @functools.cache  # probed once per client and command, however many steps ask
 def _can_buildkit(cli: str) -> bool:
     """Docker 23+ clients build with BuildKit only through the buildx plugin;
     older clients (20.10) build with BuildKit themselves when DOCKER_BUILDKIT=1."""
     try:
-        version = subprocess.run(
-            [cli, "version", "--format", "{{.Client.Version}}"], check=False, capture_output=True, text=True, timeout=20
-        ).stdout.strip()
-        major = int(version.split(".")[0])
-    except (OSError, ValueError, subprocess.TimeoutExpired):
+        major = int(versions.client(cli).split(".")[0])
+    except ValueError:
         return False
     if major < 23:
         return True
@@ -106,9 +153,9 @@ def last_line(text: str) -> str:
 
 def require_daemon() -> None:
     """Fail with the fix when no engine answers."""
-    result = run(["version", "--format", "{{.Server.Version}}"], check=False, timeout=30)
-    if result.returncode != 0 or not result.stdout.strip():
-        raise PudevError(f"cannot reach the Docker daemon ({last_line(result.stderr)}): {START_HINT}")
+    answer = versions.server_now(docker_cli())
+    if not answer.server:
+        raise PudevError(f"cannot reach the Docker daemon ({answer.error or 'no answer'}): {START_HINT}")
 
 
 def inspect_image(ref: str) -> dict[str, Any] | None:
@@ -177,12 +224,13 @@ def drop_if_untagged(image_id: str, *, background: bool = False) -> None:
     files (3.5 s for the 5 GB a cold rebuild replaces, 2026-12-04), time a user waited for nothing.
     The removal outlives pudev, in a session of its own, so an interrupt at the terminal never
     reaches it; like `docker rmi`, it leaves an image a container still uses."""
-    info = inspect_image(image_id)
-    if info is None or info.get("RepoTags"):
-        return
     if not background:
-        run(["rmi", image_id], check=False)
+        info = inspect_image(image_id)
+        if info is not None and not info.get("RepoTags"):
+            run(["rmi", image_id], check=False)
         return
-    # sh starts the removal and exits at once, so nothing is left for pudev to reap.
-    subprocess.run(["sh", "-c", '"$@" >/dev/null 2>&1 &', "sh", docker_cli(), "rmi", image_id],
+    # sh asks whether anything names the image, in the background too (a client start the caller
+    # need not wait for), removes it if not, and exits at once, so nothing is left for pudev to reap.
+    script = '{ [ "$("$1" image inspect --format "$3" "$2")" = 0 ] && "$1" rmi "$2"; } >/dev/null 2>&1 &'
+    subprocess.run(["sh", "-c", script, "sh", docker_cli(), image_id, "{{len .RepoTags}}"],
                    env=docker_env(), stdin=subprocess.DEVNULL, start_new_session=True, check=False, timeout=60)
