@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import io
 import json
 import stat
 import types
@@ -123,3 +124,54 @@ def test_a_build_inspects_its_input_images_once_and_together(monkeypatch: pytest
     inputs = [image.reference for image in input_images(variant)]
     assert {ref: asked[ref] for ref in inputs} == dict.fromkeys(inputs, 1)
     assert calls == [[*inputs, plan.tag]]
+
+
+class _FinishedBuild:
+    """What builds.BuildKitBuild starts: a build that writes `written` to its --iidfile and succeeds."""
+
+    def __init__(self, command: list[str], written: str) -> None:
+        Path(command[command.index("--iidfile") + 1]).write_text(written)
+        self.stdout = iter(["#1 DONE 0.0s\n"])
+
+    def wait(self, timeout: float | None = None) -> int:
+        return 0
+
+    def poll(self) -> int:
+        return 0
+
+
+@pytest.mark.parametrize(("client", "asked_after"), [("20.10.24", 0), ("28.0.0", 1)])
+def test_the_new_image_id_is_asked_only_where_iidfile_may_not_hold_it(
+        monkeypatch: pytest.MonkeyPatch, matrix_file: WriteMatrix, lock_folder: Path, client: str,
+        asked_after: int) -> None:
+    """A 20.10 client writes the engine's id for the image to --iidfile; buildx writes the config's digest,
+    which an engine with the containerd image store does not list the image by, so pudev asks the engine."""
+    from pudev.building import builder
+    from pudev.building.plan_assembly import BuildOptions, plan_builds
+    from pudev.config.loader import load_matrix
+    from pudev.engine import builds
+
+    config_digest, engine_id = "sha256:" + "c" * 64, "sha256:" + "e" * 64
+    asked: list[str] = []
+
+    def image_id(ref: str) -> str:
+        asked.append(ref)
+        return engine_id
+
+    def inspect_images(refs: list[str]) -> dict[str, object]:
+        return {ref: {"Id": f"sha256:{len(ref):064x}", "RepoDigests": []} for ref in refs}
+
+    monkeypatch.setattr(docker, "inspect_images", inspect_images)
+    monkeypatch.setattr(docker, "image_id", image_id)
+    monkeypatch.setattr(docker, "require_daemon", lambda: None)
+    monkeypatch.setattr(docker, "require_buildkit", lambda: "docker")
+    monkeypatch.setattr(docker, "docker_cli", lambda: "docker")
+    monkeypatch.setattr(docker, "drop_if_untagged", lambda *_, **__: None)
+    monkeypatch.setitem(docker.versions.clients, "docker", client)
+    monkeypatch.setattr(builder, "one_build_at_a_time", lambda _: contextlib.nullcontext())
+    monkeypatch.setattr(builds, "subprocess", types.SimpleNamespace(
+        Popen=lambda command, **_: _FinishedBuild(command, config_digest), PIPE=-1, STDOUT=-2))
+    (plan,) = plan_builds([load_matrix(matrix_file()).get("cu130")], BuildOptions(no_ca_bundle=True))
+    built = builder.run_build(plan, sink=io.StringIO())
+    assert len(asked) == asked_after
+    assert built == (engine_id if asked_after else config_digest)

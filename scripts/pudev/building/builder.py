@@ -47,7 +47,8 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
             missing = ", ".join(fact.name for fact in spec.pending)
             raise PudevError(f"the engine has no identity for {missing} of {plan.tag} although it was just "
                              "pulled; rerun the build")
-        # BuildKit writes the new image's id to a file: no inspect after the build.
+        # BuildKit writes the new image's id to a file: no inspect after the build where that is the
+        # engine's id for it.
         id_file = Path(scratch) / "image-id"
         buildkit_build = builds.BuildKitBuild(cli_args(spec, id_file=id_file))
         started = time.monotonic()
@@ -57,7 +58,8 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
             raise _interrupted(plan.tag, replaced, docker.image_id(plan.tag)) from None
         if returncode != 0:
             raise _failure(plan, list(kept), returncode)
-        image = id_file.read_text().strip() if id_file.exists() else docker.image_id(plan.tag)
+        written = id_file.exists() and docker.iidfile_holds_the_image_id()
+        image = id_file.read_text().strip() if written else docker.image_id(plan.tag)
         if not image:
             raise PudevError(f"build of {plan.tag} finished but the engine has no such image; rerun the build")
         if replaced and replaced != image:
