@@ -63,8 +63,10 @@ class _VersionProbe:
 
     def server_now(self, cli: str) -> Versions:
         """The engine's answer from a probe this command has not used yet, else a new one."""
-        answer = self.unused.pop(cli, None) or self.ask(cli)
-        self.unused.pop(cli, None)
+        answer = self.unused.pop(cli, None)
+        if answer is None:
+            answer = self.ask(cli)
+            del self.unused[cli]  # used now
         return answer
 
     def clear(self) -> None:
