@@ -11,6 +11,7 @@ from pudev.devtools.benchbuild import (
     extra_compilers,
     io_pressure,
     median_of,
+    pinned_release,
     rebuilt_steps,
     render,
 )
@@ -48,8 +49,18 @@ def test_the_median_run_stands_for_its_samples_with_its_own_steps() -> None:
     middle = median_of(runs)
     assert (middle.seconds, middle.rebuilt, middle.steps) == (44.4, ["ran 44.4"], [{"step": "x", "seconds": 44.4}])
     assert middle.samples == [55.7, 32.0, 44.4]  # in the order they ran
+    pins = [Measurement("pin-change-language", seconds, 0.2, [], "jedi", releases=[release])
+            for seconds, release in ((6.4, "0.20.0"), (5.9, "0.19.2"), (6.0, "0.19.1"))]
+    assert median_of(pins).releases == ["0.20.0", "0.19.2", "0.19.1"]  # beside their samples
     with pytest.raises(ValueError, match="odd number"):
         median_of(runs[:2])
+
+
+def test_a_pin_samples_release_is_read_from_its_lock() -> None:
+    lock = ("babel==2.19.0 \\\n    --hash=sha256:aa\n"
+            "jedi==0.19.2 \\\n    --hash=sha256:bb\n    # via ipython\n")
+    assert pinned_release(lock, "Jedi") == "0.19.2"
+    assert pinned_release(lock, "babel") == "2.19.0"
 
 
 def test_the_naive_build_installs_the_older_gxx_the_image_has() -> None:

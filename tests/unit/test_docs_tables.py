@@ -75,7 +75,9 @@ def test_the_build_table_shows_every_sample_behind_a_median(monkeypatch: pytest.
         cold = {"scenario": "cold", "seconds": sorted(cold_samples)[1], "ratio": 0.5, "rebuilt": [],
                 "samples": cold_samples}
         naive = {"scenario": "naive", "seconds": 80.0, "ratio": 1.0, "rebuilt": []}  # before samples were kept
-        return {"measured_at": "2026-12-04T04:00:00+0000", "scenarios": [naive, cold], "targets": {"cold": 0.5},
+        pin = {"scenario": "pin-change-language", "seconds": 6.0, "ratio": 0.15, "rebuilt": [], "probe": "jedi",
+               "samples": [6.4, 5.9, 6.0], "releases": ["0.20.0", "0.19.2", "0.19.1"]}
+        return {"measured_at": "2026-12-04T04:00:00+0000", "scenarios": [naive, cold, pin], "targets": {"cold": 0.5},
                 "sizes": {"image": "pudev-local/pytorch-universal-dev:cuX"}}
 
     monkeypatch.setattr(docs_tables, "_build_runs",
@@ -83,3 +85,4 @@ def test_the_build_table_shows_every_sample_behind_a_median(monkeypatch: pytest.
     table = docs_tables.build_speed()
     assert "40.1 s, 50.0% (median of 32.0, 40.1, 45.6 s)" in table
     assert "| 80.0 s |" in table  # one sample: no median to explain
+    assert "6.0 s, 15.0% (median of 5.9 s at 0.19.2, 6.0 s at 0.19.1, 6.4 s at 0.20.0)" in table

@@ -22,7 +22,8 @@ I/O pressure gone quiet) and after the removal of the image the last build repla
 BuildKit's own timing of every step it ran (`steps`), which is where the time goes.
 The naive and the cold build are timed SAMPLES times each, in turn, and compared by
 their medians (every sample is kept in `samples`); each layer's pin is changed to
-SAMPLES other releases in turn, and its median kept the same way. The naive build
+SAMPLES other releases in turn (the newest the lock does not pin first, each named in
+`releases`), and its median kept the same way. The naive build
 installs the OS packages the image holds: the real build's list and the older g++
 that a toolkit's nvcc needs where the base's default is too new (the image's record).
 """
@@ -80,6 +81,9 @@ class Measurement:
     probe: str = ""  # the package whose pin changed, for the requirement scenarios
     steps: list[dict[str, Any]] = field(default_factory=list)  # BuildKit's seconds per step run
     samples: list[float] = field(default_factory=list)  # every timing, where `seconds` is their median
+    # The release the probe was pinned to in each sample, in the order of `samples`: releases of one
+    # package can differ twofold in files (jedi 0.20 against 0.19), and with them the pin's cost.
+    releases: list[str] = field(default_factory=list)
 
 
 def median_of(runs: list[Measurement]) -> Measurement:
@@ -89,7 +93,7 @@ def median_of(runs: list[Measurement]) -> Measurement:
         raise ValueError(f"the median of {len(runs)} runs is no one run's; take an odd number")
     middle = sorted(runs, key=lambda run: run.seconds)[len(runs) // 2]
     return Measurement(middle.scenario, middle.seconds, middle.ratio, middle.rebuilt, middle.probe, middle.steps,
-                       [run.seconds for run in runs])
+                       [run.seconds for run in runs], [release for run in runs for release in run.releases])
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,10 @@ def layer_probes(layers: list[Layer], pins: list[Pin], shipped: set[str]) -> dic
     if layers and layers[0].name not in probes:
         raise PudevError(f"the first package layer ({layers[0].name}) installs nothing from this lock")
     return probes
+
+
+def pinned_release(lock_text: str, package: str) -> str:
+    return next(pin.version for pin in read_pins(lock_text)[0] if pin.name == normalize(package))
 
 
 def _changed_locks(variant: Variant, package: str, base: list[str]) -> list[str]:
@@ -352,6 +360,7 @@ def run_scenarios(variant: Variant, profile: str) -> list[Measurement]:
                 lock.write_text(changed_lock)
                 pin_runs.append(_measure(variant, profile, PIN_CHANGE + layer, on_run_base, cold, probe=name))
                 lock.write_text(original_lock)
+                pin_runs[-1].releases = [pinned_release(changed_lock, name)]
             results.append(median_of(pin_runs))
         results.append(_measure(variant, profile, "mirror-change", [*on_run_base, "--mirror", "tuna"], cold))
         results.append(_measure(variant, profile, "no-op", [*on_run_base, "--mirror", "tuna"], cold))

@@ -96,6 +96,13 @@ def _profile_header(profile: str, image: str) -> str:
     return f"`{profile}` ({image.rsplit(':', 1)[-1]})"
 
 
+def _samples(seconds: list[float], releases: list[str]) -> str:
+    """'32.0, 40.1, 45.6 s', or with the release each pin sample installed, '5.0 s at 0.19.1, ...'."""
+    if len(releases) != len(seconds):  # not a pin, or measured before the releases were kept
+        return f"{', '.join(f'{sample:.1f}' for sample in sorted(seconds))} s"
+    return ", ".join(f"{sample:.1f} s at {release}" for sample, release in sorted(zip(seconds, releases, strict=True)))
+
+
 def build_speed() -> str:
     """`make bench-build`'s scenarios, one column per stand-in profile."""
     from pudev.devtools.benchbuild import PIN_CHANGE, Measurement
@@ -112,7 +119,7 @@ def build_speed() -> str:
             item = measured[profile][scenario]
             cell = f"{item.seconds:.1f} s" if scenario == "naive" else f"{item.seconds:.1f} s, {item.ratio:.1%}"
             if len(item.samples) > 1:
-                cell += f" (median of {', '.join(f'{seconds:.1f}' for seconds in sorted(item.samples))} s)"
+                cell += f" (median of {_samples(item.samples, item.releases)})"
             cells.append(cell)
         target = first["targets"].get(scenario)
         label = (f"a pin changed in the {scenario.removeprefix(PIN_CHANGE)} layer ({probe})"
