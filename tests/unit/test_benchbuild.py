@@ -61,6 +61,7 @@ def test_a_pin_samples_release_is_read_from_its_lock() -> None:
             "jedi==0.19.2 \\\n    --hash=sha256:bb\n    # via ipython\n")
     assert pinned_release(lock, "Jedi") == "0.19.2"
     assert pinned_release(lock, "babel") == "2.19.0"
+    assert pinned_release(lock, "parso") is None
 
 
 def test_the_naive_build_installs_the_older_gxx_the_image_has() -> None:

@@ -178,28 +178,33 @@ def layer_probes(layers: list[Layer], pins: list[Pin], shipped: set[str]) -> dic
     return probes
 
 
-def pinned_release(lock_text: str, package: str) -> str:
-    return next(pin.version for pin in read_pins(lock_text)[0] if pin.name == normalize(package))
+def pinned_release(lock_text: str, package: str) -> str | None:
+    return next((pin.version for pin in read_pins(lock_text)[0] if pin.name == normalize(package)), None)
 
 
-def _changed_locks(variant: Variant, package: str, base: list[str]) -> list[str]:
+def _changed_locks(variant: Variant, package: str, base: list[str]) -> list[tuple[str, str]]:
     """SAMPLES versions of the variant's lock, each with `package` at a release neither the lock nor an
     earlier one pins (so no build can reuse another's steps) and every other pin kept, resolved the
-    way `make lock` does."""
+    way `make lock` does; each with that release."""
     lock = lock_path(variant)
-    pins, _ = read_pins(lock.read_text())
-    current = next((pin.version for pin in pins if pin.name == normalize(package)), None)
+    text = lock.read_text()
+    current = pinned_release(text, package)
     if current is None:
         raise PudevError(f"{lock} pins no {package}; the benchmark changes that pin")
-    kept = [f"{pin.name}=={pin.version}" for pin in pins if pin.name != normalize(package)]
+    kept = [f"{pin.name}=={pin.version}" for pin in read_pins(text)[0] if pin.name != normalize(package)]
     avoided, changed = [current], []
     with tempfile.TemporaryDirectory() as folder:
         output = Path(folder) / "lock.txt"
         for _ in range(SAMPLES):
             compile_lock(REQUIREMENTS_DIR / "image.in", output, python=variant.python, platform=variant.platform,
                          constraints=[*base, *kept, *(f"{package}!={version}" for version in avoided)])
-            changed.append(output.read_text())
-            avoided += [pin.version for pin in read_pins(changed[-1])[0] if pin.name == normalize(package)]
+            resolved = output.read_text()
+            release = pinned_release(resolved, package)
+            if release is None:
+                raise PudevError(f"{lock} resolved again without {package} {', '.join(avoided)} pins no {package}; "
+                                 "the benchmark changes that pin")
+            changed.append((resolved, release))
+            avoided.append(release)
     return changed
 
 
@@ -356,11 +361,11 @@ def run_scenarios(variant: Variant, profile: str) -> list[Measurement]:
         TOOL_FILE.write_text(original_tool)
         for layer, name in probes.items():
             pin_runs = []
-            for changed_lock in changed[name]:
+            for changed_lock, release in changed[name]:
                 lock.write_text(changed_lock)
                 pin_runs.append(_measure(variant, profile, PIN_CHANGE + layer, on_run_base, cold, probe=name))
                 lock.write_text(original_lock)
-                pin_runs[-1].releases = [pinned_release(changed_lock, name)]
+                pin_runs[-1].releases = [release]
             results.append(median_of(pin_runs))
         results.append(_measure(variant, profile, "mirror-change", [*on_run_base, "--mirror", "tuna"], cold))
         results.append(_measure(variant, profile, "no-op", [*on_run_base, "--mirror", "tuna"], cold))
