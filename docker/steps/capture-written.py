@@ -15,7 +15,9 @@ entries walked become a few thousand). Anywhere else (a snapshotter that copies 
 With --compile, the .py files it wrote are byte-compiled before they move (their .pyc files move
 with them), from the same walk (a second walk of / to find them cost about half a second a stage),
 through bytecode_cache.py with the cache mount at BYTECODE_CACHE where the stage has one.
-Usage: python3 capture-written.py [--compile] DIR COMMAND [ARG...]
+DIR `-` leaves what the step wrote where it is and only compiles it: the step over the layers in the
+final stage (install-layer.sh since), whose own layer is what it wrote.
+Usage: python3 capture-written.py [--compile] DIR|- COMMAND [ARG...]
 """
 
 from __future__ import annotations
@@ -121,23 +123,27 @@ def main() -> int:
     arguments = sys.argv[1:]
     compile_written = arguments[:1] == ["--compile"]
     staged, command = arguments[compile_written].rstrip("/"), arguments[compile_written + 1:]
+    in_place = staged == "-"
     with open(MARK, "w"):
         pass
     since_ns = os.stat(MARK).st_mtime_ns
     status = subprocess.run(command, check=False).returncode
     if status != 0:
         return status
-    top = "/" + staged.split("/")[1]  # all of it is the capture's own, not the step's
+    skipped = SKIPPED if in_place else SKIPPED | {"/" + staged.split("/")[1]}  # all of it is the capture's own
     root = os.lstat("/")
-    os.makedirs(staged)
     pruned = copies_up("/")
-    entries = written("/", since_ns, SKIPPED | {top}, copied_up_only=pruned)
+    entries = written("/", since_ns, skipped, copied_up_only=pruned)
     if compile_written:
         entries += compile_python(entries, BYTECODE_CACHE if os.path.isdir(BYTECODE_CACHE) else None)
         entries.sort(key=lambda item: item[0].count("/"))
+    walked = "the directories overlayfs copied up" if pruned else "all of /"
+    if in_place:
+        print(f"capture-written: {len(entries)} entries written in place (walked {walked})")
+        return 0
+    os.makedirs(staged)
     stage(entries, "/", staged)
     restore_attributes(staged, root)  # COPY DIR/ / may give / the attributes of DIR
-    walked = "the directories overlayfs copied up" if pruned else "all of /"
     print(f"capture-written: {len(entries)} entries in {staged} (walked {walked})")
     return 0
 

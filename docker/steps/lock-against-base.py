@@ -9,7 +9,11 @@ the kept versions still satisfy everything.
 The packages install in layers, each from its slice of the lock in a stage of its
 own on the bare base, so each writes BASE_RECORD from what Python sees there: the
 base alone.
+Over the layers, in the final stage (install-layer.sh since), Python sees every layer too, so
+--recorded takes what the base ships from BASE_RECORD, as the layers' stages wrote it, and leaves
+it as it is; DROPPED (names the lock pins no more) less those gives REMOVE_LIST.
 Usage: python3 lock-against-base.py LOCK INSTALL_LIST BASE_RECORD
+       python3 lock-against-base.py --recorded LOCK INSTALL_LIST BASE_RECORD DROPPED REMOVE_LIST
 """
 
 import re
@@ -43,9 +47,15 @@ def shipped_now() -> dict[str, tuple[str, str]]:
     return shipped
 
 
+def shipped_recorded(record: Path) -> dict[str, tuple[str, str]]:
+    pins = (line.split("==", 1) for line in record.read_text(encoding="utf-8").splitlines() if "==" in line)
+    return {normalize(name): (name, version) for name, version in pins}
+
+
 def main() -> None:
-    lock, install, record = (Path(arg) for arg in sys.argv[1:4])
-    shipped = shipped_now()
+    recorded = sys.argv[1:2] == ["--recorded"]
+    lock, install, record, *dropping = (Path(arg) for arg in sys.argv[1 + recorded:])
+    shipped = shipped_recorded(record) if recorded else shipped_now()
     kept, differ, wanted = [], [], []
     for block in blocks(lock.read_text(encoding="utf-8")):
         match = PIN.match(block[0])
@@ -59,8 +69,14 @@ def main() -> None:
             continue
         wanted.append("\n".join(block))
     install.write_text("".join(f"{block}\n" for block in wanted), encoding="utf-8")  # empty: nothing to install
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text("".join(f"{name}=={version}\n" for name, version in sorted(shipped.values())))
+    if recorded:
+        dropped, remove = dropping
+        names = [name for name in dropped.read_text(encoding="utf-8").split() if normalize(name) not in shipped]
+        remove.write_text("".join(f"{name}\n" for name in names), encoding="utf-8")
+        print(f"lock-against-base: {len(names)} packages the lock pins no more to remove")
+    else:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text("".join(f"{name}=={version}\n" for name, version in sorted(shipped.values())))
     print(f"lock-against-base: {len(wanted)} packages to install; {len(kept)} the base already ships are kept")
     if differ:
         print(f"lock-against-base: the base's own versions win over the lock for {', '.join(differ)}; "

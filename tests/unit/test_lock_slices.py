@@ -1,7 +1,8 @@
 """The lock cut into the image's package layers (pudev.building.lock_slices): every pin in
 exactly one slice, the lock's own lines, in order; a package no layer names falls to
-the one layer that names none; a later layer's edit leaves the earlier slices byte for byte the same. Over
-the committed locks and over random ones."""
+the one layer that names none; a later layer's edit leaves the earlier slices byte for byte the same; with
+the layers kept cut from an earlier lock, every slice stays and what moved since is exactly what the step over
+them installs and removes. Over the committed locks and over random ones."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pudev.building import lock_slices
-from pudev.building.lock_slices import Layer, layer_of, normalize, read_layers, read_pins, split
+from pudev.building.lock_slices import Layer, layer_of, normalize, read_layers, read_pins, since_layered, split
 from pudev.building.requirement_locks import layers_path, lock_dir
 from pudev.common.errors import PudevError
 from pudev.devtools.benchbuild import LIGHT_PROBE, layer_probes
@@ -116,6 +117,60 @@ def test_a_later_layers_edit_leaves_the_earlier_slices_as_they_were(rng: random.
             assert (before[layer.name] == after[layer.name]) == (layer_index[layer.name] != home), layer.name
 
 
+def _relocked(rng: random.Random, lock: str) -> tuple[str, set[str], set[str]]:
+    """`lock` as a re-lock might leave it: some pins moved (a version, or a hash alone), some dropped, one
+    added, and `# via` lines rewritten; with the names moved or added, and the names dropped."""
+    pins, _ = read_pins(lock)
+    moved, dropped = set(), set()
+    edited = lock
+    for pin in rng.sample(pins, min(len(pins), rng.randint(0, 4))):
+        if rng.random() < 0.3:
+            edited = edited.replace(pin.text + "\n", "", 1)
+            dropped.add(pin.name)
+        else:
+            change = (f"=={pin.version}", "==999.0") if rng.random() < 0.7 else ("--hash=sha256:", "--hash=sha256:f")
+            edited = edited.replace(pin.text, pin.text.replace(*change, 1), 1)
+            moved.add(pin.name)
+    added = f"added-{rng.randrange(10**6)}"
+    edited += f"{added}==1.0 \\\n    --hash=sha256:{'b' * 64}\n    # via nothing\n"
+    edited = re.sub(r"^    #   .*$", "    #   something-else", edited, flags=re.MULTILINE)
+    return edited, moved | {added}, dropped
+
+
+def test_since_the_layered_lock_is_what_moved_and_what_went(rng: random.Random) -> None:
+    """The layers stay cut from the earlier lock (their slices byte for byte); the step over them gets the new
+    lock's own lines for every pin that moved or came, and the names that went: installing those over the
+    layers gives exactly the new lock's pins."""
+    for lock in _locks(rng):
+        relocked, moved, dropped = _relocked(rng, lock)
+        pins_since, gone = since_layered(relocked, lock)
+        assert {pin.name for pin in read_pins(pins_since)[0]} == moved and set(gone) == dropped
+        assert all(pin.text in relocked for pin in read_pins(pins_since)[0])
+        assert not any(line.lstrip().startswith("#") for line in pins_since.splitlines())
+        after = {pin.name: pin.text for pin in read_pins(lock)[0] if pin.name not in dropped}
+        after.update({pin.name: pin.text for pin in read_pins(pins_since)[0]})
+        assert after == {pin.name: pin.text for pin in read_pins(relocked)[0]}
+        assert since_layered(lock, lock) == ("", [])
+
+
+def test_the_script_cuts_the_layers_from_the_layered_lock_where_one_is_kept(tmp_path: Path, rng: random.Random) -> None:
+    lock = max(COMMITTED, key=lambda path: path.stat().st_size).read_text()
+    relocked = _relocked(rng, lock)[0]
+    (tmp_path / "lock.txt").write_text(relocked)
+    (tmp_path / "layered.txt").write_text(lock)
+    names = [layer.name for layer in LAYERS]
+    script = [sys.executable, "-I", "-S", str(Path(lock_slices.__file__))]
+    for layered, slices_of, since in (("layered.txt", lock, since_layered(relocked, lock)),
+                                      ("absent.txt", relocked, ("", []))):
+        out = tmp_path / layered.removesuffix(".txt")
+        done = subprocess.run([*script, "--layered", str(tmp_path / layered), str(tmp_path / "lock.txt"),
+                               str(layers_path()), str(out), *names], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        assert {name: (out / f"{name}.txt").read_text() for name in names} == split(slices_of, LAYERS)
+        assert (out / "since/pins.txt").read_text() == since[0]
+        assert (out / "since/dropped.txt").read_text().split() == since[1]
+
+
 @pytest.mark.parametrize(("text", "problem"), [
     ("numpy\n[a]\n[rest]\n", "before the first"),
     ("[a]\nnumpy\n[rest]\ntqdm\n", "exactly one [section] must name no package"),
@@ -190,7 +245,7 @@ def _unpacked_in_order() -> list[str]:
     mounts a slice itself."""
     final = DOCKERFILE.read_text().split("AS final", 1)[1].replace("\\\n", " ")
     runs = [line for line in final.splitlines() if line.startswith("RUN ")]
-    assert not any("from=lock-layers" in run for run in runs)
+    assert not any(re.search(r"from=lock-layers,source=/layers/[\w-]+\.txt", run) for run in runs)
     copies = re.findall(r"^COPY --from=packages-([\w-]+) /staged/packages-([\w-]+)/ /$", final, re.MULTILINE)
     assert all(stage == staged for stage, staged in copies), copies
     return [stage for stage, _ in copies]
@@ -200,8 +255,21 @@ def test_the_dockerfile_installs_each_layer_once_in_the_files_order() -> None:
     names = [layer.name for layer in LAYERS]
     assert _install_stages() == {name: [name] for name in names}  # each stage mounts its own slice alone
     assert _unpacked_in_order() == names
-    cut = re.search(r"python3 /tmp/lock_slices\.py \S+ /tmp/layers\.txt /layers ([\w -]+)\n", DOCKERFILE.read_text())
+    cut = re.search(r"python3 /tmp/lock_slices\.py --layered \S+ \S+ /tmp/layers\.txt /layers ([\w -]+)\n",
+                    DOCKERFILE.read_text())
     assert cut is not None and cut.group(1).split() == names
+
+
+def test_what_moved_since_the_layered_lock_installs_over_every_layer_before_the_check() -> None:
+    """One final step mounts /layers/since: after the last layer's copy (so it replaces their versions, and a
+    pin there leaves every layer cached), before the check and record step (which proves the whole set)."""
+    final = DOCKERFILE.read_text().split("AS final", 1)[1].replace("\\\n", " ")
+    lines = final.splitlines()
+    since = [index for index, line in enumerate(lines) if "source=/layers/since," in line]
+    copies = [index for index, line in enumerate(lines) if re.match(r"COPY --from=packages-", line)]
+    check = next(index for index, line in enumerate(lines) if "check-installed.py" in line)
+    assert len(since) == 1 and lines[since[0]].startswith("RUN ") and "install-layer.sh" in lines[since[0]]
+    assert max(copies) < since[0] < check
 
 
 def test_the_build_runs_it_as_a_standalone_script(tmp_path: Path) -> None:
@@ -212,7 +280,9 @@ def test_the_build_runs_it_as_a_standalone_script(tmp_path: Path) -> None:
     command = [sys.executable, "-I", "-S", str(Path(lock_slices.__file__)), str(lock), str(layers_path())]
     done = subprocess.run([*command, str(tmp_path), *names], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    assert {path.name for path in tmp_path.iterdir()} == {f"{name}.txt" for name in names}
+    assert {path.name for path in tmp_path.iterdir()} == {f"{name}.txt" for name in names} | {"since"}
+    since = {path.name: path.read_text() for path in (tmp_path / "since").iterdir()}
+    assert since == {"pins.txt": "", "dropped.txt": ""}
     assert {name: (tmp_path / f"{name}.txt").read_text() for name in names} == split(lock.read_text(), LAYERS)
     wrong = subprocess.run([*command, str(tmp_path / "x"), *names[1:]], capture_output=True, text=True, check=False)
     assert wrong.returncode == 2 and "give each [section] its install step" in wrong.stderr

@@ -7,8 +7,14 @@ only, no pudev on the path) and each install step mounts its one slice: a pin
 edited in a later layer leaves the earlier slices byte for byte the same, and
 BuildKit, which keys mounts by content, keeps those layers cached. Comments are
 left out of the slices for that reason (`# via` lines change with other pins).
-Usage: python3 lock_slices.py LOCK LAYERS OUT NAME... (NAME: the layers, in order,
-that the Dockerfile installs; OUT/NAME.txt is written for each).
+With --layered, the layers are cut from that lock instead: the lock the layers were
+last cut at (`pudev lock --keep-layers` keeps it), so a pin moved since leaves every
+layer cached, and OUT/since/pins.txt holds what the lock pins otherwise (its own
+lines: to install over the layers, in a step after them) and OUT/since/dropped.txt
+the names it pins no more (to remove). Where that file is absent, the layers are
+cut from the lock and both are empty.
+Usage: python3 lock_slices.py [--layered LAYERED_LOCK] LOCK LAYERS OUT NAME... (NAME: the
+layers, in order, that the Dockerfile installs; OUT/NAME.txt is written for each).
 """
 
 from __future__ import annotations
@@ -107,17 +113,40 @@ def split(lock: str, layers: list[Layer]) -> dict[str, str]:
             for name, texts in slices.items()}
 
 
+def since_layered(lock: str, layered: str) -> tuple[str, list[str]]:
+    """What `lock` pins otherwise than `layered`, the lock the layers were cut from: its own lines for every
+    pin that is new or differs in any line (a version, a hash), and the names `layered` pins and it does not."""
+    pins, options = read_pins(lock)
+    earlier = {pin.name: pin.text for pin in read_pins(layered)[0]}
+    moved = [pin.text for pin in pins if earlier.get(pin.name) != pin.text]
+    pinned = {pin.name for pin in pins}
+    text = "".join(f"{line}\n" for line in [*options, *moved]) if moved else ""
+    return text, sorted(name for name in earlier if name not in pinned)
+
+
 def main(argv: list[str]) -> int:
+    layered_file = ""
+    if argv[:1] == ["--layered"]:
+        layered_file, argv = argv[1], argv[2:]
     lock, layers_file, out, *expected = argv
     layers = read_layers(Path(layers_file).read_text(encoding="utf-8"))
     if [layer.name for layer in layers] != expected:
         print(f"lock_slices: {layers_file} declares the layers {[layer.name for layer in layers]}, but the "
               f"Dockerfile installs {expected}: give each [section] its install step", file=sys.stderr)
         return 2
-    Path(out).mkdir(parents=True, exist_ok=True)
-    for name, text in split(Path(lock).read_text(encoding="utf-8"), layers).items():
+    lock_text = Path(lock).read_text(encoding="utf-8")
+    layered = Path(layered_file) if layered_file else None
+    layered_text = layered.read_text(encoding="utf-8") if layered and layered.is_file() else lock_text
+    Path(out, "since").mkdir(parents=True, exist_ok=True)
+    for name, text in split(layered_text, layers).items():
         Path(out, f"{name}.txt").write_text(text, encoding="utf-8")
         print(f"lock_slices: {name}: {sum(1 for line in text.splitlines() if PIN.match(line))} pins")
+    moved, dropped = since_layered(lock_text, layered_text)
+    Path(out, "since", "pins.txt").write_text(moved, encoding="utf-8")
+    Path(out, "since", "dropped.txt").write_text("".join(f"{name}\n" for name in dropped), encoding="utf-8")
+    if layered_text is not lock_text:
+        print(f"lock_slices: the layers cut from {layered_file}; since then "
+              f"{sum(1 for line in moved.splitlines() if PIN.match(line))} pins moved, {len(dropped)} dropped")
     return 0
 
 

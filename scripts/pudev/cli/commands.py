@@ -316,7 +316,8 @@ def cmd_lock(request: Request) -> int:
     names = {variant.lock for variant in chosen}
     sharing = [variant for variant in selected.matrix.every_build() if variant.lock in names]
     sharing += [variant for variant in chosen if variant not in sharing]  # a profile's own build
-    for path in write_locks(sharing, without_base=request.options.without_base):
+    for path in write_locks(sharing, without_base=request.options.without_base,
+                            layers_kept=request.options.keep_layers):
         print(f"wrote {path}")
     # The variant tables (README, docs) are derived from the matrix too: refreshed with the locks.
     if not request.selection.profile:

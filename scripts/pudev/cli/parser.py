@@ -168,3 +168,7 @@ def _add_maintenance_commands(command: Callable[..., argparse.ArgumentParser]) -
     lock.add_argument("--without-base", action="store_true",
                       help="resolve without the base images' packages (where the bases cannot be pulled; the "
                            "build still refuses a lock that would change what its base ships)")
+    lock.add_argument("--keep-layers", action="store_true",
+                      help="keep the package layers cut from each lock as it is now (requirements/lock/layered/): "
+                           "the pins that move install over them in a layer of their own, so a rebuild and a pull "
+                           "redo that layer alone; without it, the layers are cut from the new lock")

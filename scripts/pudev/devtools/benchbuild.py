@@ -7,7 +7,9 @@ Dockerfile a newcomer would write for the same image, built with --no-cache), co
 first; the stand-in images and other images' cached steps stay), an in-image tool file
 edited, one pin changed in each package layer of requirements/layers.txt (its
 first listed package that the image itself installs; in the layer that names
-none, the light and often bumped tqdm), MIRROR changed, and a no-op rebuild.
+none, the light and often bumped tqdm), first with the layers cut from the new lock
+(`pudev lock`), then with them kept as they were (`pudev lock --keep-layers`), MIRROR
+changed, and a no-op rebuild.
 A changed requirement is the lock resolved again with that one package at
 another release and every other pin kept. Every scenario after the naive one
 builds on the base plus a small layer naming the run, so none can reuse the
@@ -45,20 +47,23 @@ from pudev.building.buildlog import find_failure
 from pudev.building.lock_slices import Layer, Pin, layer_of, normalize, read_layers, read_pins
 from pudev.building.plan import local_tag
 from pudev.building.plan_assembly import BuildOptions, plan_builds
-from pudev.building.requirement_locks import layers_path, lock_path
+from pudev.building.requirement_locks import layered_lock_path, layers_path, lock_path
 from pudev.common.errors import PudevError
 from pudev.common.table import render_table
 from pudev.config.model import Variant
-from pudev.devtools.lock_resolver import base_packages, compile_lock
+from pudev.devtools.lock_resolver import base_packages, compile_lock, keep_layers
 from pudev.engine import docker
 from pudev.engine.layers import layer_history
 from pudev.paths import REPO_ROOT, REQUIREMENTS_DIR
 
 TOOL_FILE = REPO_ROOT / "scripts/pudev/image/gpumon.py"
 # Of the cold build; "cold" is measured against the naive build. A pin changed in any package
-# layer (scenario PIN_CHANGE + the layer's name): at most a fifth of cold.
+# layer: at most a fifth of cold, both with the layers cut from the new lock (PIN_CHANGE + the
+# layer's name: `pudev lock`) and with them kept as they were (PIN_KEPT: `pudev lock --keep-layers`,
+# the pin installed in a step over them).
 PIN_CHANGE = "pin-change-"
-TARGETS = {"cold": 0.50, "tool-edit": 0.03, PIN_CHANGE: 0.20, "no-op": 0.02}
+PIN_KEPT = "pin-kept-"
+TARGETS = {"cold": 0.50, "tool-edit": 0.03, PIN_CHANGE: 0.20, PIN_KEPT: 0.20, "no-op": 0.02}
 NAIVE_DOCKERFILE = REPO_ROOT / "docker/bench/naive.Dockerfile"
 OS_PACKAGE_SCRIPT = REPO_ROOT / "docker/steps/install-os-packages.sh"
 LIGHT_PROBE = "tqdm"  # small and often bumped: the catch-all package layer's (a unit test checks)
@@ -69,7 +74,7 @@ SAMPLES = 3
 
 
 def target(scenario: str) -> float | None:
-    return TARGETS.get(PIN_CHANGE if scenario.startswith(PIN_CHANGE) else scenario)
+    return TARGETS.get(next((pin for pin in (PIN_CHANGE, PIN_KEPT) if scenario.startswith(pin)), scenario))
 
 
 @dataclass
@@ -328,8 +333,9 @@ def _run_base(variant: Variant) -> str:
 
 
 def run_scenarios(variant: Variant, profile: str) -> list[Measurement]:
-    lock = lock_path(variant)
+    lock, layered = lock_path(variant), layered_lock_path(variant)
     original_tool, original_lock = TOOL_FILE.read_text(), lock.read_text()
+    original_layered = layered.read_text() if layered.exists() else None
     shipped = base_packages(variant.base_image)
     probes = layer_probes(read_layers(layers_path().read_text()), read_pins(original_lock)[0],
                           {normalize(pin.partition("==")[0]) for pin in shipped})
@@ -359,19 +365,25 @@ def run_scenarios(variant: Variant, profile: str) -> list[Measurement]:
         TOOL_FILE.write_text(original_tool + f"\n# bench-build probe {time.time()}\n")
         results.append(_measure(variant, profile, "tool-edit", on_run_base, cold))
         TOOL_FILE.write_text(original_tool)
-        for layer, name in probes.items():
-            pin_runs = []
-            for changed_lock, release in changed[name]:
-                lock.write_text(changed_lock)
-                pin_runs.append(_measure(variant, profile, PIN_CHANGE + layer, on_run_base, cold, probe=name))
-                lock.write_text(original_lock)
-                pin_runs[-1].releases = [release]
-            results.append(median_of(pin_runs))
+        for scenario, layers_kept in ((PIN_CHANGE, False), (PIN_KEPT, True)):
+            for layer, name in probes.items():
+                pin_runs = []
+                for changed_lock, release in changed[name]:
+                    keep_layers(variant, keep=layers_kept)  # as `pudev lock [--keep-layers]` would, before it writes
+                    lock.write_text(changed_lock)
+                    pin_runs.append(_measure(variant, profile, scenario + layer, on_run_base, cold, probe=name))
+                    lock.write_text(original_lock)
+                    pin_runs[-1].releases = [release]
+                results.append(median_of(pin_runs))
+            keep_layers(variant, keep=False)
         results.append(_measure(variant, profile, "mirror-change", [*on_run_base, "--mirror", "tuna"], cold))
         results.append(_measure(variant, profile, "no-op", [*on_run_base, "--mirror", "tuna"], cold))
     finally:
         TOOL_FILE.write_text(original_tool)
         lock.write_text(original_lock)
+        keep_layers(variant, keep=False)
+        if original_layered is not None:
+            layered.write_text(original_layered)
         # The steps built on the run's base (about 10 GB a run): nothing can reuse them, and a disk
         # that fills up slows the next run's builds. The cache mounts stay.
         if steps_before is not None:

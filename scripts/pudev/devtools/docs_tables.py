@@ -105,7 +105,7 @@ def _samples(seconds: list[float], releases: list[str]) -> str:
 
 def build_speed() -> str:
     """`make bench-build`'s scenarios, one column per stand-in profile."""
-    from pudev.devtools.benchbuild import PIN_CHANGE, Measurement
+    from pudev.devtools.benchbuild import PIN_CHANGE, PIN_KEPT, Measurement
 
     runs = _build_runs()
     measured = {profile: {item["scenario"]: Measurement(**item) for item in run["scenarios"]}
@@ -122,8 +122,12 @@ def build_speed() -> str:
                 cell += f" (median of {_samples(item.samples, item.releases)})"
             cells.append(cell)
         target = first["targets"].get(scenario)
-        label = (f"a pin changed in the {scenario.removeprefix(PIN_CHANGE)} layer ({probe})"
-                 if scenario.startswith(PIN_CHANGE) else BUILD_SCENARIOS.get(scenario, scenario))
+        if scenario.startswith(PIN_CHANGE):
+            label = f"a pin changed in the {scenario.removeprefix(PIN_CHANGE)} layer ({probe}), layers cut again"
+        elif scenario.startswith(PIN_KEPT):
+            label = f"the same pin, layers kept (`pudev lock --keep-layers`; {scenario.removeprefix(PIN_KEPT)})"
+        else:
+            label = BUILD_SCENARIOS.get(scenario, scenario)
         rows.append([label, *cells, "" if target is None else f"<= {target:.0%}"])
     dates = sorted({run["measured_at"][:10] for run in runs.values()})
     headers = ["scenario", *(_profile_header(p, runs[p]["sizes"]["image"]) for p in BUILD_PROFILES), "target"]
