@@ -170,5 +170,5 @@ def _add_maintenance_commands(command: Callable[..., argparse.ArgumentParser]) -
                            "build still refuses a lock that would change what its base ships)")
     lock.add_argument("--keep-layers", action="store_true",
                       help="keep the package layers cut from each lock as it is now (requirements/lock/layered/): "
-                           "the pins that move install over them in a layer of their own, so a rebuild and a pull "
-                           "redo that layer alone; without it, the layers are cut from the new lock")
+                           "the pins that move install over them in a step of their own, so a rebuild redoes that "
+                           "step alone; without it, the layers are cut from the new lock")
