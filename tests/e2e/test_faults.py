@@ -4,6 +4,7 @@ Builds here use their own image name, so the main local image is never touched."
 
 from __future__ import annotations
 
+import http.server
 import os
 import random
 import re
@@ -99,22 +100,59 @@ def _final_steps(log: str, status: str) -> set[str]:
     return {headers[step] for step in ended if step in headers}
 
 
+class Gate:
+    """An HTTP server on 127.0.0.1 that answers 503 until `open()`: a build step (RUN steps share the host's
+    network) that waits for its 200 cannot finish before the test lets it."""
+
+    def __init__(self) -> None:
+        self.opened = threading.Event()
+        gate = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200 if gate.opened.is_set() else 503)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def open(self) -> None:
+        self.opened.set()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+HELD = "sigint test: the OS-package step is held"
+
+
 @pytest.fixture
-def new_os_step_context(local_image: LocalImage, tmp_path: Path, rng: random.Random) -> Path:
-    """A build context whose OS-package script no earlier build had, so that step (apt from its warm caches,
-    5 s or more) and every one after it run. The arch list alone reruns only the last ~5 s of the build,
-    which a random interrupt on a fast machine could miss (2026-12-04: it came after the tag)."""
+def held_os_step(local_image: LocalImage, tmp_path: Path) -> Iterator[tuple[Path, Gate]]:
+    """A build context whose OS-package step, after its packages, says it is held and waits for the gate:
+    an interrupt then always lands inside the step, never after the tag (2026-12-05: a random delay after
+    the step's header came after a 27-second, mostly cached build had finished). The port makes the script,
+    and so the step and every one after it, new to the cache."""
+    gate = Gate()
     root = build_context_copy(tmp_path)
     script = root / "docker/steps/install-os-packages.sh"
-    script.write_text(script.read_text() + f"# sigint test {rng.getrandbits(64):x}\n")
-    return root
+    script.write_text(script.read_text() + f'echo "{HELD}"\n'
+                      f"python3 -c 'import time, urllib.request as u\nwhile True:\n    try:\n"
+                      f'        u.urlopen("http://127.0.0.1:{gate.port}/", timeout=5); break\n'
+                      f"    except OSError: time.sleep(0.2)'\n")
+    yield root, gate
+    gate.close()
 
 
 def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
-        new_os_step_context: Path, unique_ca_bundle: tuple[Path, str], fault_image_cleanup: None,
+        held_os_step: tuple[Path, Gate], unique_ca_bundle: tuple[Path, str], fault_image_cleanup: None,
         fresh_with_bundle: dict[str, bool], rng: random.Random) -> None:
     bundle, _ = unique_ca_bundle
-    root = new_os_step_context
+    root, gate = held_os_step
     docker.run(["rmi", FAULT_TAG], check=False)
     before = _containers()
     build = fresh_build(rng)
@@ -124,13 +162,11 @@ def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(process.stdout or []), daemon=True)
     reader.start()
-    # Interrupt at a random point inside the OS-package RUN, once it has really started (its header),
-    # so the build is never already finished.
-    deadline = time.monotonic() + 300
-    while not any("install-os-packages" in line and "[final" in line for line in lines):
+    # Interrupt while the OS-package step is held: it cannot finish before the gate opens.
+    deadline = time.monotonic() + 600
+    while not any(HELD in line for line in lines):
         assert time.monotonic() < deadline and process.poll() is None, "".join(lines)[-3000:]
         time.sleep(0.1)
-    time.sleep(rng.uniform(0.5, 6))
     process.send_signal(signal.SIGINT)
     process.wait(timeout=300)
     reader.join(timeout=30)
@@ -146,6 +182,7 @@ def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
                                    check=False).stdout.split()
         assert not leftovers, f"build containers left behind: {leftovers}"
 
+    gate.open()
     rerun = run_pudev(*build, "--ca-bundle", str(bundle), env={"PUDEV_ROOT": str(root)}, timeout=3600)
     assert rerun.returncode == 0, rerun.stdout[-3000:]
     cached = _final_steps(rerun.stdout, "CACHED")
