@@ -13,12 +13,19 @@ debs=${3:-}
 top=${TOOLKIT_ROOT:-/usr/local}/cuda-$version
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# Where this architecture's libraries live in Debian's packages, and the targets/ folder its nvcc
-# reads (NVIDIA names arm64 servers "sbsa").
-case $(uname -m) in
-    aarch64) multiarch=aarch64-linux-gnu target=sbsa-linux ;;
+# The toolkit's architecture (TARGET_ARCH, Docker's amd64 or arm64; default: this machine's), where
+# its libraries live in Debian's packages, and the targets/ folder its nvcc reads (NVIDIA names
+# arm64 servers "sbsa"). Only wheels can be assembled for another architecture than this one's.
+arch=${TARGET_ARCH:-$(dpkg --print-architecture)}
+case $arch in
+    arm64) multiarch=aarch64-linux-gnu target=sbsa-linux ;;
     *) multiarch=x86_64-linux-gnu target=x86_64-linux ;;
 esac
+if [ -n "$debs" ] && [ "$arch" != "$(dpkg --print-architecture)" ]; then
+    echo "assemble-toolkit: CUDA $version needs Debian's compiler programs, fetched for this machine's" \
+        "architecture only; build the $arch toolkit from wheels alone (CUDA 13+) or on an $arch machine" >&2
+    exit 1
+fi
 
 mkdir -p "$top/bin/crt" "$top/include" "$top/lib64/stubs" "$top/nvvm/bin" \
     "$top/extras/CUPTI/include" "$top/extras/CUPTI/lib64" "$top/compute-sanitizer"
@@ -123,7 +130,12 @@ chmod 0755 "$top"/bin/* "$top"/nvvm/bin/* 2>/dev/null || true
 chmod 0644 "$top"/bin/nvcc.profile "$top"/bin/crt/*
 
 # 8. version.json as the real toolkit has it.
-nvcc_version=$("$top/bin/nvcc" --version | sed -n 's/.*release [0-9.]*, V\([0-9.]*\).*/\1/p')
+# nvcc's own version, from its wheel where the wheel holds nvcc (it may be another architecture's).
+if [ -n "$debs" ]; then
+    nvcc_version=$("$top/bin/nvcc" --version | sed -n 's/.*release [0-9.]*, V\([0-9.]*\).*/\1/p')
+else
+    nvcc_version=$(basename "$wheels"/nvidia_cuda_nvcc-*.whl | cut -d- -f2)
+fi
 # The metapackage wheel names the toolkit release (cuda_toolkit-11.8.0-...).
 release=$(basename "$wheels"/cuda_toolkit-*.whl | cut -d- -f2)
 cat > "$top/version.json" <<JSON

@@ -1,10 +1,16 @@
 # Stand-in for nvidia/cuda:X.Y-devel: a complete CUDA toolkit in /usr/local/cuda-X.Y,
 # assembled from NVIDIA's pip wheels and (11.x, 12.x: DEB_SUITE set) Debian's
-# packaging of NVIDIA's compiler programs (toolkit-standins.md); 13.x from wheels alone. Built by `pudev standins` for machines that
-# cannot reach NVIDIA's registry; never published.
+# packaging of NVIDIA's compiler programs (toolkit-standins.md); 13.x from wheels alone.
+# Built by `pudev standins` for machines that cannot reach NVIDIA's registry; never published.
+#
+# The toolkit is downloaded and unpacked on the build platform: for another platform's
+# toolkit only the wheels differ, so nothing runs under emulation.
 ARG OS_IMAGE
-FROM ${OS_IMAGE}
+ARG BUILD_OS_IMAGE
+
+FROM --platform=$BUILDPLATFORM ${BUILD_OS_IMAGE} AS assemble
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ARG TARGETARCH
 ARG CUDA_VERSION
 ARG WHEELS
 ARG DEB_SUITE
@@ -15,22 +21,28 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
     --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
     apt-get update -q && apt-get install -y -q --no-install-recommends ca-certificates python3-pip unzip
 
-# Downloads stay in cache mounts, one folder per architecture (the assembly takes every wheel
-# and .deb in its folder); only the assembled tree lands in the layer.
+# Downloads stay in a cache mount, one folder per toolkit and architecture (the assembly takes
+# every wheel and .deb in its folder); only the assembled tree leaves this stage.
 # WHEELS is a list of requirement specs, split on purpose.
 RUN --mount=type=cache,target=/var/cache/pudev-standins \
     --mount=type=secret,id=ca \
     --mount=type=bind,source=docker/steps/with-ca.sh,target=/usr/local/sbin/with-ca \
     --mount=type=bind,source=docker/standins/fetch-debs.sh,target=/usr/local/sbin/fetch-debs \
     --mount=type=bind,source=docker/standins/assemble-toolkit.sh,target=/usr/local/sbin/assemble-toolkit \
-    downloads="/var/cache/pudev-standins/cuda-${CUDA_VERSION}-$(dpkg --print-architecture)" \
-    && sh /usr/local/sbin/with-ca python3 -m pip download -q --no-cache-dir --only-binary=:all: --dest "$downloads/wheels" ${WHEELS} \
+    downloads="/var/cache/pudev-standins/cuda-${CUDA_VERSION}-${TARGETARCH}" \
+    && wheel_platform=$([ "${TARGETARCH}" = arm64 ] && echo manylinux_2_28_aarch64 || echo manylinux_2_28_x86_64) \
+    && sh /usr/local/sbin/with-ca python3 -m pip download -q --no-cache-dir --only-binary=:all: \
+        --platform "$wheel_platform" --dest "$downloads/wheels" ${WHEELS} \
     && if [ -n "${DEB_SUITE}" ]; then \
         sh /usr/local/sbin/with-ca sh /usr/local/sbin/fetch-debs "${DEB_SUITE}" "${DEB_TOOLKIT_VERSION}" \
             "${DEB_DEV_VERSION}" "$downloads/debs"; fi \
-    && sh /usr/local/sbin/assemble-toolkit "${CUDA_VERSION}" "$downloads/wheels" "${DEB_SUITE:+$downloads/debs}" \
-    && ln -s "cuda-${CUDA_VERSION}" /usr/local/cuda
+    && TOOLKIT_ROOT=/out/usr/local TARGET_ARCH="${TARGETARCH}" \
+        sh /usr/local/sbin/assemble-toolkit "${CUDA_VERSION}" "$downloads/wheels" "${DEB_SUITE:+$downloads/debs}" \
+    && ln -s "cuda-${CUDA_VERSION}" /out/usr/local/cuda
 
+FROM ${OS_IMAGE}
+COPY --from=assemble /out/ /
+ARG CUDA_VERSION
 ENV CUDA_VERSION=${CUDA_VERSION} \
     PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64 \

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dockerfiles import passed_args
 from fake_digests import FakeRegistry
 from matrices import HASHED_LOCK, WriteMatrix, pin, pinned, synthetic
 
@@ -171,8 +172,7 @@ def _ca_source(command: list[str]) -> str:
 
 
 def _required_dockerfile_args() -> set[str]:
-    lines = [line.split()[1] for line in DOCKERFILE.read_text().splitlines() if line.startswith("ARG ")]
-    return {line for line in lines if "=" not in line}
+    return passed_args(DOCKERFILE, with_defaults=False)
 
 
 def _labels_written_out(variant: Variant, source: SourceInfo) -> dict[str, str]:

@@ -172,3 +172,69 @@ def test_a_command_builds_the_matrix_once_as_declared(monkeypatch: pytest.Monkey
     assert main([*argv, "--variants-file", str(matrix_file())]) == 0
     assert capsys.readouterr().out
     assert len(calls) == builds
+
+
+def _ruled(*newer: str) -> dict[str, Any]:
+    """The synthetic matrix under the newest-same-major rule: cu130 lists no toolkits, and the catalogue
+    holds 13.x toolkits `newer` besides 12.9 and 13.0."""
+    data = synthetic()
+    data["second_toolkit"] = "newest-same-major"
+    for version in newer:
+        data["toolkits"][version] = {"image": f"example.com/cuda:{version}-devel", "max_gcc": 15,
+                                     "min_arch": "7.5", "max_arch": "12.1"}
+    data["variants"]["cu130"].pop("toolkits")
+    data["variants"]["cu130"]["cuda_arch_list"] = "8.0;9.0;10.0;12.0+PTX"
+    return data
+
+
+def test_the_rule_gives_torchs_own_toolkit_and_the_newest_of_its_major(matrix_file: WriteMatrix) -> None:
+    matrix = load_matrix(matrix_file(_ruled("13.5", "13.10", "13.2")))
+    cu130 = matrix.get("cu130")
+    assert cu130.toolkit_versions == ("13.0", "13.10")  # by release, not as text ("13.5" > "13.10")
+    assert cu130.default_toolkit == "13.0"
+    assert matrix.get("cu129").toolkit_versions == ("12.9", "13.0")  # a listed pair stays as listed
+
+
+def test_where_torchs_own_is_the_newest_the_rule_takes_the_next_one(matrix_file: WriteMatrix) -> None:
+    data = _ruled("12.8")
+    data["variants"]["cu130"]["cuda"] = "13.0"
+    data["toolkits"]["13.0"]["image"] = "example.com/cuda:13.0-devel"
+    data["toolkits"]["12.9"]["max_arch"] = "12.1"
+    data["toolkits"]["13.1"] = {**data["toolkits"]["13.0"], "image": "example.com/cuda:13.1-devel"}
+    data["variants"]["cu131"] = {**data["variants"]["cu130"], "cuda": "13.1", "base_image": "example.com/t:13.1"}
+    matrix = load_matrix(matrix_file(data))
+    assert matrix.get("cu131").toolkit_versions == ("13.0", "13.1")  # the newest other 13.x, older than torch's
+    assert matrix.get("cu131").default_toolkit == "13.1"
+
+
+def test_the_rule_without_a_newer_toolkit_of_the_major_says_what_to_add(matrix_file: WriteMatrix) -> None:
+    message = _error(matrix_file(_ruled()))
+    assert "variant cu130" in message and "no other 13.x toolkit than torch's CUDA 13.0" in message
+    assert "[toolkits]" in message
+
+
+def test_without_the_rule_a_variant_must_list_its_toolkits(matrix_file: WriteMatrix) -> None:
+    data = _ruled("13.5")
+    data.pop("second_toolkit")
+    message = _error(matrix_file(data))
+    assert "variant cu130" in message and "second_toolkit rule is 'listed'" in message and "toolkits = [" in message
+    data["second_toolkit"] = "newest"
+    assert "field 'second_toolkit'" in _error(matrix_file(data))
+
+
+def test_the_real_matrix_follows_its_own_rule() -> None:
+    """Every variant that lists no toolkits holds torch's own and the newest of its major; the rule is the
+    matrix's, so a toolkit added to the catalogue moves them (and the changelog says so)."""
+    import tomllib
+
+    raw = tomllib.loads(VARIANTS_FILE.read_text())
+    matrix = load_matrix(VARIANTS_FILE)
+    for name, table in raw["variants"].items():
+        if "toolkits" in table:
+            continue
+        assert raw["second_toolkit"] == "newest-same-major"
+        variant = matrix.get(name)
+        major = variant.cuda.split(".")[0]
+        others = [v for v in raw["toolkits"] if v.split(".")[0] == major and v != variant.cuda]
+        newest = max(others, key=lambda v: tuple(int(p) for p in v.split(".")))
+        assert set(variant.toolkit_versions) == {variant.cuda, newest}

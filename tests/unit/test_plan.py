@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from dockerfiles import instructions as dockerfile_instructions
+from dockerfiles import passed_args
 from matrices import WriteMatrix
 
 from pudev.building.input_images import ImageIdentity
@@ -59,8 +60,7 @@ def test_plan_passes_the_variant_as_declared(matrix_file: WriteMatrix) -> None:
 
 
 def _dockerfile_args(*, with_defaults: bool) -> set[str]:
-    lines = [line.split()[1] for line in DOCKERFILE.read_text().splitlines() if line.startswith("ARG ")]
-    return {line.split("=")[0] for line in lines if with_defaults or "=" not in line}
+    return passed_args(DOCKERFILE, with_defaults=with_defaults)
 
 
 def test_every_dockerfile_arg_is_planned_and_nothing_else() -> None:
@@ -134,8 +134,8 @@ def test_engine_facts_known_to_a_plan_are_passed(matrix_file: WriteMatrix) -> No
 @pytest.mark.parametrize("name", profile_names())
 def test_each_profile_overrides_only_what_stand_ins_replace(name: str) -> None:
     profile = load_profile(name)
-    allowed = {"torch", "python", "base_image", "torch_index", "toolkits", "cuda_arch_list", "image", "build_mirror",
-               "lock", "required_tests"}
+    allowed = {"torch", "python", "base_image", "build_platform_image", "torch_index", "toolkits", "cuda_arch_list",
+               "image", "build_mirror", "lock", "required_tests"}
     for override in profile.overrides:
         assert override.key in allowed or override.key.startswith("toolkit."), override.key
     declared = read_variant_file(VARIANTS_FILE).declared

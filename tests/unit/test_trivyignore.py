@@ -64,14 +64,14 @@ def _torch_exceptions() -> dict[str, list[str]]:
 def test_the_2024_lines_torch_findings_are_excepted_for_its_torch_alone() -> None:
     """The policy in docs/publishing/vulnerability-gate.md: the two named torch CVEs are excepted for one
     torch, the 2024 line's (each +cuXYZ build the matrix ships of it, and the bare version), never for the
-    default variant's torch (today's line) or any other package. Which variants ship which torch comes from
+    default variant's torch (the newest line) or any other package. Which variants ship which torch comes from
     the matrix."""
     exceptions = _torch_exceptions()
     cves = ("CVE-2025-32434", "CVE-2026-24747")
     assert set(cves) <= set(exceptions)
     (excepted,) = {purl.removeprefix("pkg:pypi/torch@").split("%2B")[0] for cve in cves for purl in exceptions[cve]}
     matrix = load_matrix(VARIANTS_FILE)
-    assert excepted != matrix.get(matrix.default_variant).torch, "today's line gets no exception"
+    assert excepted != matrix.get(matrix.default_variant).torch, "the newest line gets no exception"
     line = [variant for variant in matrix.variants.values() if variant.torch == excepted]
     assert line, f"no variant ships torch {excepted} any more: drop its exceptions"
     allowed = {f"pkg:pypi/torch@{excepted}"} | {f"pkg:pypi/torch@{excepted}%2B{variant.cuda_tag}" for variant in line}

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from pudev.common.cuda_drivers import MINIMUM_DRIVER
 from pudev.config.loader import load_matrix
 from pudev.image.compilers.compile_status import CompileFacts
-from pudev.image.drivers import MINIMUM_DRIVER, judge_driver
+from pudev.image.drivers import judge_driver
 from pudev.image.record import ImageRecord, ToolkitRecord
 from pudev.image.verify import Check, arch_covered, evaluate, exit_code, render
 from pudev.image.verify_evidence import Facts
@@ -104,7 +105,21 @@ def test_old_driver_fails_with_the_minimum_in_the_message() -> None:
     checks = _by_name(evaluate(replace(HEALTHY, driver="520.61.05")))
     assert checks["driver vs torch"].status == "fail"
     assert ">= 525.60.13" in checks["driver vs torch"].detail and "530.30.02" in checks["driver vs torch"].detail
-    assert "update the host's NVIDIA driver" in checks["driver vs torch"].fix
+    assert "update the host's NVIDIA driver to 525.60.13" in checks["driver vs torch"].fix
+    assert "which tag for my GPU and driver" in checks["driver vs torch"].fix
+
+
+def test_a_cuda_13_image_on_an_r570_driver_says_r580_or_an_older_cuda() -> None:
+    checks = _by_name(evaluate(replace(CU132, driver="570.172.08")))
+    assert checks["driver vs torch"].status == "fail" and ">= 580" in checks["driver vs torch"].detail
+    assert "to 580 (full support" in checks["driver vs torch"].fix and "older CUDA" in checks["driver vs torch"].fix
+
+
+def test_a_volta_gpu_on_a_cuda_13_torch_is_sent_to_a_cuda_12_tag() -> None:
+    facts = replace(CU132, gpu_capabilities=[("Tesla V100-SXM2-32GB", "7.0")],
+                    torch_arch_list=["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"])
+    check = _by_name(evaluate(facts))["gpu arch"]
+    assert check.status == "fail" and "sm_70" in check.detail and "CUDA 12.x tag" in check.fix
 
 
 def test_minor_compatibility_driver_is_a_warning() -> None:
@@ -316,7 +331,7 @@ def test_arch_coverage_through_compatible_targets(capability: str, arch_list: li
 
 
 def test_coverage_prefers_exact_then_compatible_sass_then_the_newest_ptx() -> None:
-    from pudev.image.gpu_arch import Coverage, coverage
+    from pudev.common.gpu_arch import Coverage, coverage
 
     assert coverage("10.3", ["sm_100", "sm_103", "compute_103"]) == Coverage("sm_103", "exact", "10.3")
     assert coverage("10.0", ["sm_100a"]) == Coverage("sm_100a", "exact", "10.0")
@@ -331,7 +346,7 @@ def test_coverage_prefers_exact_then_compatible_sass_then_the_newest_ptx() -> No
     ("10.0", "Blackwell"), ("10.3", "Blackwell"), ("11.0", "Blackwell"), ("12.1", "Blackwell"), ("15.0", "unknown"),
 ])
 def test_architecture_names(capability: str, name: str) -> None:
-    from pudev.image.gpu_arch import arch_name
+    from pudev.common.gpu_arch import arch_name
 
     assert arch_name(capability) == name
 
@@ -372,7 +387,7 @@ def test_b300_runs_torchs_sm_100_kernels_and_a_suffixed_ones_do_not_count() -> N
         in arch.detail
     only_specific = _by_name(evaluate(replace(facts, torch_arch_list=["sm_90", "sm_100a"])))["gpu arch"]
     assert only_specific.status == "fail" and "sm_103 (Blackwell" in only_specific.detail
-    assert "lists sm_103 (or an sm_10x below it)" in only_specific.fix and "cu132" in only_specific.fix
+    assert "lists sm_103 (or an sm_10x below it)" in only_specific.fix and "CUDA 12.8 or newer" in only_specific.fix
 
 
 def test_compatible_sass_across_names_says_capability() -> None:

@@ -37,6 +37,19 @@ class Coverage:
     capability: str  # the target's: "12.0" for sm_120
 
 
+# GPUs behind ARM CPUs, by compute capability: what an arm64 image serves.
+ARM_GPUS = {"9.0": "GH200", "10.0": "GB200", "10.3": "GB300", "11.0": "Jetson Thor", "12.1": "DGX Spark"}
+
+
+def torch_oldest(cuda: str, platform: str) -> str:
+    """The oldest compute capability torch's own CUDA builds carry kernels for (PyTorch's release notes,
+    "supported architectures"): CUDA 13 builds dropped Maxwell, Pascal and Volta, and the aarch64 (sbsa)
+    builds start at Ampere."""
+    if platform == "linux/arm64":
+        return "8.0"
+    return "7.5" if int(cuda.split(".")[0]) >= 13 else "5.0"
+
+
 def capability_of(capability: str) -> tuple[int, int]:
     major, minor = capability.split(".")
     return int(major), int(minor)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pudev.common.halves import SUITE_HALVES
+from pudev.common.versions import release
 
 PUDEV_LABELS = "org.pudev"
 # Where a field may be written in docker/variants.toml: at the top as every variant's default
@@ -86,7 +87,8 @@ class Variant:
     base_image: str = declared(toml="variant", required=True, per_platform=True, build_arg="BASE_IMAGE",
                                label="org.opencontainers.image.base.name", ci="base_image", column="base")
     # Two slots; their build arguments, label and column are per slot (pudev.building.plan, labels).
-    toolkits: tuple[Toolkit, ...] = declared(toml="variant", required=True, ci="toolkits",
+    # A variant that lists none gets torch's own and the matrix's `second_toolkit` rule's (pudev.config.rules).
+    toolkits: tuple[Toolkit, ...] = declared(toml="variant", ci="toolkits",
                                              column="toolkits (* = CUDA_HOME)")
     image: str = declared(toml="shared", required=True, label="image", ci="image")  # the repository name
     mirror: str = declared(toml="shared", required=True, build_arg="MIRROR", label="mirror")
@@ -101,6 +103,9 @@ class Variant:
                                           ci="platforms")
     # official: base_image is a PyTorch image; wheels: the build adds torch to it.
     base: str = declared("official", toml="variant", per_platform=True, build_arg="BASE_KIND", ci="base")
+    # A `wheels` base's wheels are installed on the build platform, in this image (default: base_image,
+    # which NVIDIA publishes for every platform; a stand-in built for one platform names its twin).
+    build_platform_image: str = declared("", toml="variant", per_platform=True, build_arg="BUILD_PLATFORM_IMAGE")
     # Where a `wheels` base gets torch from ("" = pip's default index).
     torch_index: str = declared("", toml="variant", per_platform=True, build_arg="TORCH_INDEX")
     latest: bool = declared(False, label="latest", ci="latest")  # the matrix's default_variant: also tagged latest
@@ -121,6 +126,11 @@ class Variant:
     @property
     def cuda_tag(self) -> str:
         return cuda_tag(self.cuda)
+
+    @property
+    def torch_release(self) -> tuple[int, ...]:
+        """torch's version as numbers, for ordering (2.15.0 after 2.5.1)."""
+        return release(self.torch)
 
 
 @dataclass(frozen=True)

@@ -166,6 +166,12 @@ def _variant(name: str, raw: dict[str, Any], table: dict[str, Any], changes: lis
         else:
             fields[change.key] = change.value
     check_table(fields, Schema.VARIANT, where=where)
+    if "toolkits" not in fields:
+        try:
+            fields["toolkits"] = rules.second_toolkit(name, fields["cuda"], catalogue,
+                                                      raw.get("second_toolkit", "listed"))
+        except FieldError as error:
+            raise _on_platform(error, where) from None
     versions: list[str] = fields["toolkits"]
     for version in versions:
         if version not in catalogue:
@@ -198,6 +204,7 @@ def _variant(name: str, raw: dict[str, Any], table: dict[str, Any], changes: lis
     variant = Variant(**{
         **declared, "name": name, "platform": platform, "toolkits": toolkits, "latest": name == raw["default_variant"],
         "build_mirror": fields.get("build_mirror") or fields["mirror"],
+        "build_platform_image": fields.get("build_platform_image") or fields["base_image"],
         "lock": fields.get("lock") or rules.default_lock(fields["torch"], fields["python"], platform),
     })
     try:

@@ -3,6 +3,9 @@ discovered later, at build or tagging time)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from pudev.common.versions import release
 from pudev.config.model import Toolkit, Variant
 from pudev.config.schema import ARCH, FieldError
 
@@ -12,6 +15,22 @@ PLATFORM_SUFFIX = {"linux/amd64": "", "linux/arm64": "-arm64"}
 def default_lock(torch: str, python: str, platform: str) -> str:
     """Variants whose lock inputs match (torch's base packages, Python, platform) share one lock file."""
     return f"torch{torch}-py{python}{PLATFORM_SUFFIX.get(platform, '')}"
+
+
+def second_toolkit(name: str, cuda: str, catalogue: dict[str, Any], rule: str) -> list[str]:
+    """The toolkits of a variant that lists none: torch's own CUDA and, by the matrix's `second_toolkit`
+    rule, the newest other toolkit of the same major in the catalogue (torch's extension builder only
+    warns on a minor mismatch), in release order."""
+    if rule != "newest-same-major":
+        raise FieldError(f"variant {name}: field 'toolkits' is missing, and the matrix's second_toolkit rule is "
+                         f"'{rule}'; list the variant's two toolkits, such as toolkits = [\"{cuda}\", \"X.Y\"]",
+                         "toolkits")
+    major = cuda.split(".")[0]
+    others = [version for version in catalogue if version.split(".")[0] == major and version != cuda]
+    if not others:
+        raise FieldError(f"variant {name}: second_toolkit 'newest-same-major' finds no other {major}.x toolkit than "
+                         f"torch's CUDA {cuda} in [toolkits]; add one, or list the variant's `toolkits`", "toolkits")
+    return sorted([cuda, max(others, key=release)], key=release)
 
 
 def arch_lists_by_toolkit(name: str, value: str | dict[str, str], provides: dict[str, str]) -> dict[str, str]:

@@ -91,6 +91,16 @@ def _platforms(value: Any) -> str:
     return f"{value!r} is not a list of platforms ({', '.join(PLATFORMS)}), each named once"
 
 
+# How a variant that lists no `toolkits` gets its second one (pudev.config.rules.second_toolkit).
+SECOND_TOOLKIT_RULES = ("newest-same-major", "listed")
+
+
+def _second_toolkit(value: Any) -> str:
+    return "" if value in SECOND_TOOLKIT_RULES else (
+        f"{value!r} is not a rule for the second toolkit: 'newest-same-major' (the newest toolkit of torch's CUDA "
+        "major in the catalogue) or 'listed' (every variant lists its toolkits)")
+
+
 BASE_KINDS = ("official", "wheels")
 
 
@@ -141,7 +151,8 @@ _LOCK = _matches(r"[a-z0-9][a-z0-9.-]*", "a lock name (lower-case letters, digit
 CHECKS: dict[str, Check] = {
     "image": _image_name, "platforms": _platforms, "mirror": _mirror, "build_mirror": _mirror,
     "python": _PYTHON, "cxx_standard": _CXX, "cuda_arch_list": _arch_lists, "required_tests": _halves,
-    "torch": _TORCH, "cuda": _CUDA, "base_image": _image_ref, "toolkits": _two_slots, "lock": _LOCK,
+    "torch": _TORCH, "cuda": _CUDA, "base_image": _image_ref,
+    "build_platform_image": _image_ref, "toolkits": _two_slots, "lock": _LOCK,
     "base": _base_kind, "torch_index": _index,
 }
 
@@ -177,6 +188,7 @@ class Schema:
     TOP: ClassVar[dict[str, tuple[Check, bool]]] = {
         **{key: (check, False) for key, (check, _) in SHARED.items()},
         "default_variant": (_matches(r"[a-z0-9][a-z0-9-]*", "a variant name"), True),
+        "second_toolkit": (_second_toolkit, False),
         "toolkits": (_table, True),
         "variants": (_table, True),
     }

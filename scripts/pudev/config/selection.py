@@ -55,6 +55,8 @@ def resolve(selection: Selection, *, require_names: bool = True) -> Selected:
     # A profile is made for every platform its variant is built for; flags alone change one build.
     matrix = variant_file.with_overrides({name: overrides for name in names}, platform,
                                          every_platform=bool(selection.profile)) if overrides else declared
+    if selection.profile:
+        matrix = _never_latest(matrix, names)
     variants = [matrix.on(name, platform) for name in names]
     for override in overrides:
         _require_a_toolkit_for(override, variants)
@@ -63,6 +65,15 @@ def resolve(selection: Selection, *, require_names: bool = True) -> Selected:
         variants = [through_pull_mirror(variant, selection.pull_mirror) for variant in variants]
         matrix = dataclasses.replace(matrix, variants={**matrix.variants, **{v.name: v for v in variants}})
     return Selected(matrix, tuple(variants))
+
+
+def _never_latest(matrix: Matrix, names: list[str]) -> Matrix:
+    """A stand-in profile's builds never carry `latest`, whichever variant they stand in for."""
+    builds = {name: {platform: dataclasses.replace(build, latest=False) for platform, build in found.items()}
+              if name in names else found for name, found in matrix.builds.items()}
+    variants = {name: dataclasses.replace(variant, latest=False) if name in names else variant
+                for name, variant in matrix.variants.items()}
+    return dataclasses.replace(matrix, variants=variants, builds=builds)
 
 
 def profile_builds(name: str) -> list[Variant]:

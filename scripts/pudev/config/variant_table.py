@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from pudev.common.cuda_drivers import driver_minimum
 from pudev.common.generated import markers, replace_block
+from pudev.common.gpu_arch import ARM_GPUS, arch_name, capability_of, sm_name, torch_oldest
 from pudev.common.table import markdown_table, render_table
 from pudev.common.variant import as_text, every_contract, travelling_values
+from pudev.common.versions import release
 from pudev.config.model import Matrix, Variant
 
 
@@ -46,6 +49,34 @@ def variants_table(matrix: Matrix) -> str:
 
 def variants_markdown(matrix: Matrix) -> str:
     return markdown_table(HEADERS, [_row(variant) for variant in matrix.every_build()])
+
+
+def _gpus(variant: Variant) -> str:
+    """The GPU generations the variant's torch runs on, from the oldest its CUDA build carries kernels for
+    to the newest of the image's arch list (newer GPUs of that major run its code too)."""
+    low = torch_oldest(variant.cuda, variant.platform)
+    high = max((entry.removesuffix("+PTX") for entry in variant.default.arch_list.split(";")), key=capability_of)
+    span = f"{arch_name(low)} to {arch_name(high)}" if arch_name(low) != arch_name(high) else arch_name(low)
+    text = f"{span} ({sm_name(low)} to {sm_name(high)})"
+    examples = [name for capability, name in ARM_GPUS.items()
+                if capability_of(low) <= capability_of(capability) and
+                capability_of(capability)[0] <= capability_of(high)[0]]
+    return text + (f": {', '.join(examples)}" if variant.platform == "linux/arm64" and examples else "")
+
+
+def tags_markdown(matrix: Matrix) -> str:
+    """Which tag for my GPU and driver: one row per variant, newest torch first, `latest` first among them."""
+    rows = []
+    order = sorted(matrix.variants.items(), reverse=True,
+                   key=lambda item: (item[1].torch_release, item[1].latest, release(item[1].cuda)))
+    for name, variant in order:
+        builds = matrix.builds.get(name, {variant.platform: variant})
+        amd64, arm64 = builds.get("linux/amd64"), builds.get("linux/arm64")
+        tags = f"`{name}`" + (", `latest`" if variant.latest else "")
+        rows.append([tags, variant.torch, variant.cuda, driver_minimum(variant.cuda), " + ".join(
+            variant.toolkit_versions), _gpus(amd64) if amd64 else "no", _gpus(arm64) if arm64 else "no"])
+    headers = ("tag", "torch", "CUDA", "host driver", "toolkits", "amd64 GPUs", "arm64 GPUs")
+    return markdown_table(headers, rows)
 
 
 MARKERS = markers("variants")

@@ -82,6 +82,13 @@ def variants() -> str:
     return variants_markdown(load_matrix(VARIANTS_FILE))
 
 
+def tags() -> str:
+    from pudev.config.loader import load_matrix
+    from pudev.config.variant_table import tags_markdown
+
+    return tags_markdown(load_matrix(VARIANTS_FILE))
+
+
 def test_times() -> str:
     from pudev.devtools.testtimes import REPORT, markdown
 
@@ -332,9 +339,9 @@ def download_size() -> str:
 
 
 GENERATORS: dict[str, Callable[[], str]] = {
-    "variants": variants, "test-times": test_times, "build-speed": build_speed, "build-sizes": build_sizes,
-    "ext-bench": ext_bench, "compile-peaks": compile_peaks, "arm64-costs": arm64_costs, "layering": layering,
-    "ext-threads": ext_threads, "download-size": download_size,
+    "variants": variants, "tags": tags, "test-times": test_times, "build-speed": build_speed,
+    "build-sizes": build_sizes, "ext-bench": ext_bench, "compile-peaks": compile_peaks, "arm64-costs": arm64_costs,
+    "layering": layering, "ext-threads": ext_threads, "download-size": download_size,
 }
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from pudev.common.errors import PudevError
 from pudev.common.inputs import InputFile
-from pudev.common.platforms import architecture
+from pudev.common.platforms import architecture, native_platform
 from pudev.config.profiles import standins_input
 from pudev.config.rules import PLATFORM_SUFFIX
 from pudev.engine import builds, docker, emulation, images
@@ -162,8 +162,10 @@ _FOREIGN_OS_STEPS = (root_directory, rootfs_tar, _build_foreign_os, builds.image
 
 
 def _build_image(standin: StandIn, os_image: str, recipe: str, ca_bundle: Path | None) -> None:
+    # BUILD_OS_IMAGE: what a recipe's build-platform stage runs on (this host's OS stand-in, never emulated).
     args = ["--progress=plain", "--file", str(REPO_ROOT / standin.dockerfile), "--platform", standin.platform,
             "--build-arg", f"OS_IMAGE={on_platform(os_image, standin.platform)}",
+            "--build-arg", f"BUILD_OS_IMAGE={on_platform(os_image, native_platform())}",
             "--label", f"{RECIPE_LABEL}={recipe}", "--tag", standin.image]
     for key, value in standin.args.items():
         args += ["--build-arg", f"{key}={value}"]

@@ -1,26 +1,9 @@
-"""Minimum NVIDIA Linux driver per CUDA release (CUDA Toolkit release notes,
-Table 3), and with CUDA minor-version compatibility (same major, older driver:
-the CUDA Compatibility guide's table of floors per major)."""
+"""The host's NVIDIA driver judged against a CUDA release's minimum (pudev.common.cuda_drivers)."""
 
 from __future__ import annotations
 
+from pudev.common.cuda_drivers import COMPAT_FLOOR, MINIMUM_DRIVER, version_tuple
 from pudev.image.verdict import Verdict
-
-# CUDA release -> (minimum driver, minimum driver under minor-version compatibility)
-MINIMUM_DRIVER: dict[str, tuple[str, str]] = {
-    "11.8": ("520.61.05", "450.80.02"),
-    "12.1": ("530.30.02", "525.60.13"),
-    "12.4": ("550.54.14", "525.60.13"),
-    "12.6": ("560.28.03", "525.60.13"),
-    "13.0": ("580.65.06", "580"),
-    "13.2": ("595.45.04", "580"),
-}
-# Minor-version compatibility floors per major, for releases not in the table.
-COMPAT_FLOOR = {"11": "450.80.02", "12": "525.60.13", "13": "580"}
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
 
 
 def judge_driver(driver: str, cuda: str) -> Verdict:

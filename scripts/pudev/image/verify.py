@@ -16,12 +16,13 @@ import os
 import sys
 from dataclasses import asdict, dataclass
 
+from pudev.common.cuda_drivers import driver_minimum
+from pudev.common.gpu_arch import arch_name, capability_of, compiling_toolkits, coverage, sm_name
 from pudev.common.table import render_table
 from pudev.image.compilers.compile_status import CompileFacts
 from pudev.image.compilers.parallelism import JOB_BYTES
 from pudev.image.cudaswitch import judge
 from pudev.image.drivers import judge_driver
-from pudev.image.gpu_arch import arch_name, capability_of, compiling_toolkits, coverage, sm_name
 from pudev.image.verify_evidence import Facts
 from pudev.image.verify_network import NetworkFacts, rdma_version
 
@@ -71,8 +72,12 @@ def arch_covered(capability: str, arch_list: list[str]) -> bool:
 def _arch_fix(sm: str, capability: str) -> str:
     major, minor = capability_of(capability)
     lower = f" (or an sm_{major}x below it)" if minor else ""  # compatible SASS of the same major also runs
-    blackwell = " (Blackwell, sm_100 to sm_121, needs a CUDA 12.8 or newer build such as cu132)" if major >= 10 else ""
-    return f"use a variant whose torch lists {sm}{lower}{blackwell}"
+    why = ""
+    if major >= 10:
+        why = " (Blackwell, sm_100 to sm_121, needs torch built for CUDA 12.8 or newer: a cu13x tag)"
+    elif (major, minor) < (7, 5):
+        why = f" (CUDA 13 builds no code for {sm}: Volta and older need a CUDA 12.x tag, cu12x)"
+    return f"use a variant whose torch lists {sm}{lower}{why}"
 
 
 def _arch_check(name: str, capability: str, facts: Facts) -> Check:
@@ -163,7 +168,9 @@ def _driver_checks(facts: Facts) -> list[Check]:
             continue
         verdict = judge_driver(facts.driver, cuda)
         status = verdict.level
-        fix = "" if status == "ok" else "update the host's NVIDIA driver (or use the cu118 variant on old drivers)"
+        fix = "" if status == "ok" else (f"update the host's NVIDIA driver to {driver_minimum(cuda).removeprefix('≥ ')}"
+                                         " or newer, or pull a tag built for an older CUDA (the README's table: "
+                                         "which tag for my GPU and driver)")
         checks.append(Check(label, status, verdict.message, fix))
     return checks
 
