@@ -105,15 +105,31 @@ def _never_for_pull_requests(condition: object) -> bool:
     return "github.event_name != 'pull_request'" in text
 
 
-def test_only_the_publish_job_may_write() -> None:
+def test_only_the_publish_and_changelog_jobs_may_write() -> None:
     for name, job in _jobs().items():
         writes = sorted(key for key, value in (job.get("permissions") or {}).items() if value == "write")
         if name == "publish":
             # artifact-metadata: the attestations' storage records for the pushed image.
             assert set(writes) == {"packages", "id-token", "attestations", "artifact-metadata", "security-events"}, \
                 writes
+        elif name == "changelog":  # a branch and a pull request with the changelog entries, nothing published
+            assert set(writes) == {"contents", "pull-requests"}, writes
         else:
             assert not writes, f"{name} holds write permissions {writes}"
+
+
+def test_the_changelog_is_written_from_the_images_before_and_after_each_move() -> None:
+    """The publish job notes which image each moving tag points at before promoting; after every variant is
+    published, the changelog job compares those with the new images' manifests (`pudev changelog`)."""
+    jobs = _jobs()
+    before, _ = _step("publish", "before-$tag.txt")
+    promote, _ = _step("publish", "pudev promote")
+    assert before < promote
+    changelog = jobs["changelog"]
+    assert changelog["needs"] == ["matrix", "publish"] and "refs/heads/main" in changelog["if"]
+    assert "!inputs.first-run" in changelog["if"]
+    runs = "\n".join(step.get("run", "") for step in changelog["steps"])
+    assert '.venv/bin/pudev changelog "$after" "$@"' in runs and "gh pr create" in runs
 
 
 def test_pull_requests_never_push_or_see_a_secret() -> None:
@@ -287,7 +303,7 @@ def test_every_job_has_a_timeout_sized_to_its_work() -> None:
 def test_every_artifact_upload_may_be_rerun() -> None:
     uploads = [step for job in _jobs().values() for step in job.get("steps", [])
                if str(step.get("uses", "")).startswith("actions/upload-artifact@")]
-    assert len(uploads) == 3
+    assert len(uploads) == 4
     for step in uploads:  # a re-run of a failed leg uploads under the same name: 409 without overwrite
         assert step["with"]["overwrite"] is True, step["with"]["name"]
 
@@ -668,3 +684,44 @@ def test_a_private_forks_first_run_is_amd64_only_too(tmp_path: Path) -> None:
     assert _platforms(outputs) == ({"linux/amd64"},) * 2
     (entry,) = json.loads(outputs["variants"])["include"]
     assert entry["image"].endswith("pytorch-universal-dev-first-run")
+
+
+NEW_TORCH = REPO_ROOT / ".github/workflows/new-torch.yml"
+
+
+def test_every_workflow_pins_the_reviewed_releases() -> None:
+    for path in WORKFLOWS:
+        for line in path.read_text().splitlines():
+            match = re.search(r"uses:\s*([\w./-]+)@([0-9a-f]{40})\s*#\s*(v[\d.]+)\s*$", line)
+            if match:
+                action, sha, release = match.groups()
+                assert (sha, release) == PINS.get(action), f"{path.name}: {action}@{sha} # {release}"
+
+
+def test_release_day_asks_daily_and_moves_only_when_ready() -> None:
+    """The daily check decides (tests/e2e/test_release_day.py runs its step against a registry); the move job,
+    the only one that may write, runs for `ready` alone, so `waiting` opens nothing."""
+    workflow = _workflow(NEW_TORCH)
+    triggers = workflow.get("on") or workflow[True]
+    assert "schedule" in triggers and "workflow_dispatch" in triggers
+    check, move = workflow["jobs"]["check"], workflow["jobs"]["move"]
+    step = next(step for step in check["steps"] if step.get("id") == "check")
+    assert "pudev new-torch --check" in step["run"] and "GITHUB_STEP_SUMMARY" in step["run"]
+    assert check["permissions"] == {"contents": "read"}
+    assert move["needs"] == "check" and move["if"] == "needs.check.outputs.status == 'ready'"
+    assert move["permissions"] == {"contents": "write", "pull-requests": "write"}
+    runs = "\n".join(step.get("run", "") for step in move["steps"])
+    assert 'pudev new-torch "$VERSION"' in runs and "gh pr create" in runs and "gh pr list" in runs
+
+
+def test_the_release_day_step_refuses_a_line_without_a_status(tmp_path: Path) -> None:
+    step = next(step for step in _workflow(NEW_TORCH)["jobs"]["check"]["steps"] if step.get("id") == "check")
+    pudev = tmp_path / ".venv/bin/pudev"
+    pudev.parent.mkdir(parents=True)
+    pudev.write_text("#!/bin/sh\necho 'something else happened'\n")
+    pudev.chmod(0o755)
+    failed = _run_step(step["run"], tmp_path, {"VERSION": "", "NEW_TORCH_REGISTRY": ""})
+    assert failed.returncode != 0 and "printed no status" in failed.stdout + failed.stderr
+    pudev.write_text("#!/bin/sh\necho 'pudev: error: the index is down' >&2\nexit 2\n")
+    broken = _run_step(step["run"], tmp_path, {"VERSION": "", "NEW_TORCH_REGISTRY": ""})
+    assert broken.returncode != 0 and (tmp_path / "github_output").read_text() == ""

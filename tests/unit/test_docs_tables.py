@@ -40,11 +40,6 @@ def test_every_marker_names_a_generator_and_every_generator_is_used() -> None:
     assert set(GENERATORS) <= used, f"generators no document uses: {set(GENERATORS) - used}"
 
 
-def test_the_variant_table_is_in_the_readme_and_the_docs() -> None:
-    for page in ("README.md", "docs/using/variants.md"):
-        assert "variants" in block_names((REPO_ROOT / page).read_text()), f"{page} lost its variant table"
-
-
 def test_the_refresh_replaces_only_the_blocks(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     start, end = markers("variants")

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from matrices import WriteMatrix
 
+from pudev.common.generated import block, markers
 from pudev.config.loader import load_matrix
 from pudev.config.variant_table import variants_markdown, with_table
-from pudev.paths import REPO_ROOT, VARIANTS_FILE
+from pudev.devtools.docs_tables import GENERATORS
+from pudev.paths import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
 
 
-@pytest.mark.parametrize("page", ["README.md", "docs/using/variants.md"])
-def test_the_variant_table_is_generated_from_the_matrix(page: str) -> None:
-    match = re.search(r"<!-- variants:start -->\n(.*?)\n<!-- variants:end -->", (REPO_ROOT / page).read_text(),
-                      re.DOTALL)
-    assert match, f"{page} lost its <!-- variants:start/end --> markers"
-    assert match.group(1) == variants_markdown(load_matrix(VARIANTS_FILE)), (
-        f"{page}'s variant table is out of date: `python -m pudev.devtools.docs_tables` refreshes it")
+@pytest.mark.parametrize(("page", "name"), [("README.md", "tags"), ("docs/using/variants.md", "tags"),
+                                           ("docs/using/variants.md", "variants")])
+def test_the_matrix_tables_are_generated_from_it(page: str, name: str) -> None:
+    """Which tag for my GPU and driver (README and docs), and the whole matrix (docs)."""
+    body = block((REPO_ROOT / page).read_text(), markers(name))
+    assert body is not None, f"{page} lost its <!-- {name}:start/end --> markers"
+    assert body == GENERATORS[name](), f"{page}'s {name} table is out of date: `python -m pudev.devtools.docs_tables`"
 
 
 def test_the_table_refresh_replaces_only_the_table(matrix_file: WriteMatrix) -> None:

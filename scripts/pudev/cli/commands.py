@@ -326,11 +326,42 @@ def cmd_lock(request: Request) -> int:
     return 0
 
 
+def cmd_new_torch(request: Request) -> int:
+    from pudev.devtools.new_torch import Options, run
+    from pudev.paths import VARIANTS_FILE
+
+    option = request.options
+    return run(Options(version=option.version, registry=option.registry,
+                       variants_file=Path(option.variants_file) if option.variants_file else VARIANTS_FILE,
+                       dry_run=option.dry_run, check=option.check, without_base=option.without_base), sys.stdout)
+
+
+def cmd_changelog(request: Request) -> int:
+    from pudev.reports.changelog import from_manifests, today, with_entry
+    from pudev.reports.manifest_diff import load_manifest
+
+    option = request.options
+    after = load_manifest(option.after, position="AFTER", build_hint="pudev build VARIANT")
+    before = [load_manifest(item, position="--before", build_hint="pudev build VARIANT") for item in option.before]
+    found = from_manifests(after, before, date=option.date or today())
+    if found is None:
+        print("the tag's image holds the same torch, CUDA, toolkits and platforms as before: no entry")
+        return 0
+    key, text = found
+    if option.out == "-":
+        print(text)
+        return 0
+    path = Path(option.out)
+    path.write_text(with_entry(path.read_text() if path.exists() else "", key, text))
+    print(f"wrote the entry '{key}' into {path}")
+    return 0
+
+
 HANDLERS = {
     "variants": cmd_variants, "plan": cmd_plan, "build": cmd_build, "test": cmd_test, "tags": cmd_tags,
     "manifest": cmd_manifest, "push": cmd_push, "promote": cmd_promote, "sbom": cmd_sbom, "pin": cmd_pin,
     "matrix": cmd_matrix, "bake": cmd_bake,
     "bench-build": cmd_bench_build, "bench-ext": cmd_bench_ext, "zstd": cmd_zstd,
     "clean": cmd_clean, "standins": cmd_standins, "profiles": cmd_profiles,
-    "lock": cmd_lock,
+    "lock": cmd_lock, "new-torch": cmd_new_torch, "changelog": cmd_changelog,
 }

@@ -159,6 +159,32 @@ def _add_maintenance_commands(command: Callable[..., argparse.ArgumentParser]) -
     bench_ext.add_argument("--part", action="append", choices=["speed", "memory", "threads"], default=[],
                            help="speed (cold, warm cache, wheelhouse), memory (under a cap), threads (a synthetic "
                                 "package's own nvcc --threads, derived vs ninja's default); default: all")
+    new_torch = command("new-torch", "move the newest line to a torch release on the day it ships: ask the package "
+                                     "index and the registry, then update the matrix, the locks per platform, the "
+                                     "stand-ins, the generated tables and the changelog", names="", uses=frozenset())
+    new_torch.add_argument("version", nargs="?", default="", metavar="VERSION",
+                           help="the torch release to move to (default: the newest on the package index)")
+    new_torch.add_argument("--variants-file", default="", metavar="PATH",
+                           help="the matrix file (default: docker/variants.toml)")
+    new_torch.add_argument("--registry", default="docker.io", metavar="HOST",
+                           help="where the official images are (default: docker.io)")
+    new_torch.add_argument("--check", action="store_true",
+                           help="only print where the release stands: `current`, `waiting` (no official image yet) "
+                                "or `ready`, then the version")
+    new_torch.add_argument("--dry-run", action="store_true", help="print the change as a diff and write nothing")
+    new_torch.add_argument("--without-base", action="store_true",
+                           help="lock without the base images' packages (where they cannot be pulled)")
+    changelog = command("changelog", "write the CHANGELOG.md entry of a tag that moved, from the manifests of the "
+                                     "image it points at now and the ones its tags pointed at before (what "
+                                     "`pudev manifest --diff` compares)",
+                        names="", uses=frozenset())
+    changelog.add_argument("after", metavar="AFTER", help="the image now behind the tag: a manifest JSON or an image")
+    changelog.add_argument("--before", action="append", default=[], metavar="MANIFEST",
+                           help="an image one of AFTER's tags pointed at before (a manifest JSON or an image); "
+                                "a tag none of them carried is new")
+    changelog.add_argument("--date", default="", metavar="YYYY-MM-DD", help="the entry's date (default: today)")
+    changelog.add_argument("--out", default="CHANGELOG.md", metavar="PATH",
+                           help="the changelog to write the entry into, or - for stdout (default: CHANGELOG.md)")
     command("clean", "remove the locally built variant tags", names="")
     standins = command("standins", "build the stand-in images (idempotent)", names="", uses=frozenset({CA}))
     standins.add_argument("--platform", default="", choices=["", *PLATFORMS], metavar="PLATFORM",

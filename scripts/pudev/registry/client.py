@@ -31,6 +31,7 @@ MANIFEST_TYPES = (
 )
 CHUNK = 1 << 20
 SMALL_BLOB_LIMIT = 64 << 20  # artifacts pudev reads whole (test results, SBOMs) are far smaller
+TAGS_PAGE = 1000  # tags asked for per request; the registry's Link header leads to the next page
 
 
 class RegistryClient:
@@ -146,13 +147,20 @@ class RegistryClient:
         self.put_manifest(repository, tag, body, media_type)
 
     def list_tags(self, repository: str) -> list[str]:
-        """The repository's tags (the first thousand; an unknown repository has none)."""
-        answer = self.request("GET", f"/v2/{repository}/tags/list?n=1000", scope=f"repository:{repository}:pull")
-        if answer.status_code == 404:
-            return []
-        if answer.status_code != 200:
-            raise PudevError(f"{self.host}/{repository}: listing tags answered {answer.status_code}")
-        return list(answer.json().get("tags") or [])
+        """Every tag of the repository (an unknown repository has none), page by page as the registry's
+        Link header leads (Docker Hub's pytorch/pytorch and nvidia/cuda hold thousands)."""
+        tags: list[str] = []
+        path: str | None = f"/v2/{repository}/tags/list?n={TAGS_PAGE}"
+        while path:
+            answer = self.request("GET", path, scope=f"repository:{repository}:pull")
+            if answer.status_code == 404:
+                return tags
+            if answer.status_code != 200:
+                raise PudevError(f"{self.host}/{repository}: listing tags answered {answer.status_code}")
+            tags += answer.json().get("tags") or []
+            following = answer.links.get("next", {}).get("url")
+            path = _path_of(following) if following else None
+        return tags
 
     def put_manifest(self, repository: str, reference: str, body: bytes, media_type: str) -> requests.Response:
         answer = self.request("PUT", f"/v2/{repository}/manifests/{reference}",

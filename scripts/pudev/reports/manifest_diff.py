@@ -4,6 +4,8 @@ inputs (base and toolkit digests, lock hashes, commit)."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,29 +51,52 @@ def _inputs(manifest: dict[str, Any]) -> dict[str, str]:
     return found
 
 
-def _changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    lines = []
-    for name in sorted(before.keys() | after.keys()):
-        old, new = before.get(name), after.get(name)
-        if old == new:
-            continue
-        if old is None:
-            lines.append(f"  + {name} {new}")
-        elif new is None:
-            lines.append(f"  - {name} {old}")
-        else:
-            lines.append(f"  ~ {name} {old} -> {new}")
-    return lines
+@dataclass(frozen=True)
+class Change:
+    """One name whose version differs: added (before ""), removed (after "") or moved."""
+
+    name: str
+    before: str
+    after: str
+
+    @property
+    def kind(self) -> str:
+        if not self.before:
+            return "added"
+        if not self.after:
+            return "removed"
+        return "up" if _ordered(self.before) < _ordered(self.after) else "down"
+
+
+def _ordered(version: str) -> tuple[tuple[int, str], ...]:
+    """Enough of a version's order to tell up from down: numbers as numbers, the rest as text."""
+    return tuple((int(part), "") if part.isdigit() else (-1, part) for part in re.split(r"[.+~:-]", version))
+
+
+def changes(before: dict[str, str], after: dict[str, str]) -> list[Change]:
+    return [Change(name, before.get(name, ""), after.get(name, ""))
+            for name in sorted(before.keys() | after.keys()) if before.get(name) != after.get(name)]
+
+
+def package_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Change]]:
+    """Per package manager (pip, conda, dpkg): what the second image holds otherwise."""
+    return {section: found for section in SECTIONS
+            if (found := changes(_versions(before, section), _versions(after, section)))}
+
+
+def _lines(found: list[Change]) -> list[str]:
+    marks = {"added": "+", "removed": "-", "up": "~", "down": "~"}
+    return [f"  {marks[change.kind]} {change.name} " + (f"{change.before} -> {change.after}" if change.kind in
+                                                      ("up", "down") else change.before or change.after)
+            for change in found]
 
 
 def diff_manifests(before: dict[str, Any], after: dict[str, Any]) -> str:
     lines = [f"{before.get('image', 'A')} -> {after.get('image', 'B')}"]
-    changed = _changes(_inputs(before), _inputs(after))
+    changed = _lines(changes(_inputs(before), _inputs(after)))
     lines += ["build inputs:", *(changed or ["  (none changed)"])]
-    for section in SECTIONS:
-        changes = _changes(_versions(before, section), _versions(after, section))
-        if changes:
-            lines += [f"{section} packages:", *changes]
+    for section, found in package_changes(before, after).items():
+        lines += [f"{section} packages:", *_lines(found)]
     if len(lines) == 3 and lines[2] == "  (none changed)":
         lines.append("no package changed")
     return "\n".join(lines)

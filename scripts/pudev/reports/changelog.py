@@ -1,0 +1,163 @@
+"""CHANGELOG.md: what a moving tag (cu132, latest) holds after it moved, written for the
+people who pull it. An entry names the tags, torch, CUDA, both toolkits, the driver each
+needs and the platforms, before and after; with both images' manifests it also lists the
+packages that went up, down, in and out (the same comparison as `pudev manifest --diff`).
+
+`pudev new-torch` writes an entry from the matrix on release day; `pudev changelog A B`
+writes it again from the two published images, packages included. Entries are keyed, so
+the second replaces the first instead of adding another."""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pudev.common.cuda_drivers import driver_minimum
+from pudev.common.table import markdown_table
+from pudev.paths import REPO_ROOT
+from pudev.reports.manifest_diff import Change, package_changes
+
+CHANGELOG = REPO_ROOT / "CHANGELOG.md"
+
+HEADER = """# Changelog
+
+What each moving tag (`cu132`, `latest`, ...) holds after it moved to another torch, CUDA or toolkit
+pair: torch, CUDA, both toolkits, the driver it needs, and the packages that changed. Versioned tags
+(`2.15.0-cu132-py3.12`) never move to another torch, and commit tags (`cu132-1a2b3c4`) never move (the
+tag policy is in the docs: Using the image > The variants). Entries are generated, newest first: by
+`pudev new-torch` on a torch release day, then again from the published images by `pudev changelog`.
+"""
+_KEY = re.compile(r"^<!-- changelog: (?P<key>[^>]+) -->$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class TagState:
+    """What the image behind a tag holds, as far as a changelog says."""
+
+    variant: str
+    torch: str
+    cuda: str
+    toolkits: tuple[str, ...]
+    platforms: tuple[str, ...]
+    latest: bool = False
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The moving tags that point at it: the variant's, and latest where it is the default."""
+        return (self.variant, "latest") if self.latest else (self.variant,)
+
+
+def state_of_manifest(manifest: dict[str, Any]) -> TagState:
+    """From a `pudev manifest` JSON: the image's record and labels (pudev.building.labels)."""
+    record, labels = manifest.get("record") or {}, manifest.get("labels") or {}
+    platforms = tuple(filter(None, labels.get("org.pudev.platforms", "").split(",")))
+    return TagState(record.get("variant", "?"), record.get("torch", "?"), record.get("cuda", "?"),
+                    tuple(t["version"] for t in record.get("toolkits") or []), platforms,
+                    labels.get("org.pudev.latest") == "true")
+
+
+@dataclass(frozen=True)
+class Move:
+    """One tag, and the images it pointed at before (None: a new tag) and after."""
+
+    tag: str
+    before: TagState | None
+    after: TagState
+
+
+def moves_of(after: TagState, previous: Sequence[TagState]) -> list[Move]:
+    """Each of `after`'s tags, with the state among `previous` that carried the same tag."""
+    return [Move(tag, next((state for state in previous if tag in state.tags), None), after) for tag in after.tags]
+
+
+def _moved(before: str, after: str) -> str:
+    return after if before in ("", after) else f"{before} → **{after}**"
+
+
+def _row(move: Move) -> list[str]:
+    old, new = move.before or TagState("", "", "", (), ()), move.after
+    return [f"`{move.tag}`" + ("" if move.before else " (new)"),
+            _moved(old.variant if old.variant != new.variant else "", new.variant),
+            _moved(old.torch, new.torch), _moved(old.cuda, new.cuda),
+            _moved(" + ".join(old.toolkits), " + ".join(new.toolkits)),
+            _moved(driver_minimum(old.cuda) if old.cuda else "", driver_minimum(new.cuda)),
+            _moved(", ".join(p.removeprefix("linux/") for p in old.platforms),
+                   ", ".join(p.removeprefix("linux/") for p in new.platforms))]
+
+
+def _package_lines(found: dict[str, list[Change]]) -> list[str]:
+    lines = []
+    for section, section_changes in found.items():
+        for kind in ("up", "down", "added", "removed"):
+            named = [change for change in section_changes if change.kind == kind]
+            if named:
+                shown = ", ".join(f"{c.name} {c.before} → {c.after}" if kind in ("up", "down") else
+                                  f"{c.name} {c.after or c.before}" for c in named)
+                lines.append(f"- {section}, {kind} ({len(named)}): {shown}")
+    return lines or ["- no package changed"]
+
+
+def entry(key: str, title: str, moves: Sequence[Move], *,
+          packages: dict[str, dict[str, list[Change]]] | None = None, notes: Sequence[str] = ()) -> str:
+    """One keyed entry: a row per tag that moved (or is new), notes, and the package changes behind each
+    tag whose images' manifests were both read (None: not yet, said so)."""
+    headers = ("tag", "variant", "torch", "CUDA", "toolkits", "driver", "platforms")
+    lines = [f"<!-- changelog: {key} -->", f"## {title}", "", markdown_table(headers, [_row(m) for m in moves]), ""]
+    lines += [*(f"- {note}" for note in notes), *([""] if notes else [])]
+    if packages is None:
+        lines += ["Packages: listed once the images are published (`pudev changelog`, which the publish "
+                  "workflow runs).", ""]
+    for tag, found in (packages or {}).items():
+        lines += [f"Packages behind `{tag}`:", "", *_package_lines(found), ""]
+    return "\n".join(lines)
+
+
+def entry_key(after: TagState) -> str:
+    """What an entry is about: the state a variant's tag moved to (publishing that state again replaces it)."""
+    return f"{after.variant} torch {after.torch} toolkits {'+'.join(after.toolkits)}"
+
+
+def title(date: str, after: TagState) -> str:
+    return f"{date}: `{after.variant}`, torch {after.torch} with CUDA {after.cuda} ({' + '.join(after.toolkits)})"
+
+
+def moved(before: TagState | None, after: TagState) -> bool:
+    """Whether a tag's image changed in what an entry states: another variant (latest), torch, CUDA, toolkits
+    or platforms. A republish with new packages alone does not count."""
+    return before is None or (before.variant, before.torch, before.cuda, before.toolkits, before.platforms) != \
+        (after.variant, after.torch, after.cuda, after.toolkits, after.platforms)
+
+
+def from_manifests(after: dict[str, Any], before: Sequence[dict[str, Any]], *, date: str) -> tuple[str, str] | None:
+    """(key, entry) for the image `after` and the images its tags pointed at `before` (`pudev manifest`
+    JSONs); a tag none of them carried is new. None when the variant's own tag moved to the same state."""
+    new = state_of_manifest(after)
+    previous = [(state_of_manifest(manifest), manifest) for manifest in before]
+    moves = moves_of(new, [state for state, _ in previous])
+    if not any(moved(move.before, new) for move in moves):
+        return None
+    packages = {move.tag: package_changes(next(m for s, m in previous if s is move.before), after)
+                for move in moves if move.before is not None}
+    key = entry_key(new)
+    return key, entry(key, title(date, new), moves, packages=packages)
+
+
+def with_entry(changelog: str, key: str, text: str) -> str:
+    """The changelog with `text` as entry `key`: in place of the entry of that key, else first."""
+    changelog = changelog if changelog.startswith("# Changelog") else HEADER
+    marks = list(_KEY.finditer(changelog))
+    for index, mark in enumerate(marks):
+        if mark["key"] == key:
+            end = marks[index + 1].start() if index + 1 < len(marks) else len(changelog)
+            return changelog[:mark.start()] + text.rstrip("\n") + "\n\n" + changelog[end:].lstrip("\n")
+    first = marks[0].start() if marks else len(changelog)
+    head = changelog[:first].rstrip("\n") + "\n\n"
+    rest = changelog[first:]
+    return head + text.rstrip("\n") + "\n" + ("\n" + rest if rest else "")
+
+
+def today() -> str:
+    return datetime.date.today().isoformat()
