@@ -15,7 +15,7 @@ export PUDEV_DOCKER := $(DOCKER)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help venv host-setup build-all build-local check test test-local lint unit e2e lock standins bench-build bench-ext dist-stress docs docs-serve clean
+.PHONY: help venv host-setup build-all build-local jupyter check test test-local lint unit e2e lock standins bench-build bench-ext dist-stress docs docs-serve clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,11 +31,19 @@ venv: $(VENV)/.installed ## create the project's virtual environment
 host-setup: ## install/start what the tests need (Docker engine, debootstrap, shellcheck, registry)
 	sh scripts/host-setup.sh all
 
-build-%: venv ## build one variant from the official images, e.g. make build-cu118
-	$(PUDEV) build $*
+# Behind a Docker Hub block: a registry mirror or pull-through proxy that serves Docker Hub's images under a prefix.
+PULL_MIRROR ?=
+# What `make jupyter` runs: IMAGE=REF, else make build-local's build of the newest line (the last profile).
+IMAGE ?=
+
+build-%: venv ## build one variant from the official images, e.g. make build-cu118 (PULL_MIRROR=HOST/PATH behind a Docker Hub block)
+	$(PUDEV) build $* $(if $(PULL_MIRROR),--pull-mirror $(PULL_MIRROR))
+
+jupyter: venv ## JupyterLab on make build-local's newest build (or IMAGE=REF), with the quick start's docker run flags
+	$(PUDEV) jupyter $(if $(IMAGE),--image $(IMAGE),--profile $$($(PUDEV) profiles | tail -n 1))
 
 build-all: venv ## build every variant in docker/variants.toml
-	$(PUDEV) build all
+	$(PUDEV) build all $(if $(PULL_MIRROR),--pull-mirror $(PULL_MIRROR))
 
 build-local: venv host-setup standins ## build every stand-in profile (no registry or NVIDIA access needed)
 	@for profile in $$($(PUDEV) profiles); do $(PUDEV) build --profile $$profile || exit 1; done
@@ -53,7 +61,7 @@ check: venv ## the quick loop for everyday work: lint gates and unit tests, no e
 test: venv host-setup ## every test: lint gates, unit, and e2e (real engine, real image build); times in reports/
 	$(PYTEST) --times-report=reports/test-times.json
 
-lint: venv ## the lint gates only (ruff, mypy, shellcheck, hadolint, workflow schema)
+lint: venv ## the lint gates only (ruff, mypy, import layering, shellcheck, hadolint, workflow schema)
 	$(PYTEST) tests/lint
 
 unit: venv ## host unit tests only (no engine)
@@ -69,20 +77,20 @@ lock: venv ## regenerate the locks: each variant's against its base, each profil
 standins: venv ## build the stand-in images (idempotent)
 	$(PUDEV) standins
 
-bench-build: venv host-setup standins ## time cold and incremental builds of every profile (reports/bench-build-*.json)
+bench-build: venv host-setup standins ## time cold and incremental builds of every profile, on a copy of the context (reports/bench-build-*.json; empties the engine's cache mounts)
 	@for profile in $$($(PUDEV) profiles); do \
-		$(PUDEV) bench-build --profile $$profile --out reports/bench-build-$$profile.json \
-			$(if $(COMPARE),--compare $(COMPARE)/bench-build-$$profile.json) || exit 1; done
+		$(VENV)/bin/python tools/bench_build.py --profile $$profile --out reports/bench-build-$$profile.json || exit 1; done
 
 bench-ext: venv host-setup standins ## compile a real CUDA extension in each profile's image (reports/bench-ext-*.json)
 	@for profile in $$($(PUDEV) profiles); do \
 		$(PUDEV) build --profile $$profile && \
-		$(PUDEV) bench-ext --profile $$profile --out reports/bench-ext-$$profile.json || exit 1; done
+		$(VENV)/bin/python tools/bench_ext.py --profile $$profile --out reports/bench-ext-$$profile.json || exit 1; done
 
 dist-stress: venv ## run `pudev dist` (2 gloo ranks) RUNS times (30) per built profile under --cpus 1 (benchmarks/dist-stress.json)
 	sh scripts/dist-stress.sh $(if $(RUNS),-n $(RUNS)) $(OUT)
 
-docs: venv ## build the docs site strictly (a broken link or anchor fails) into $(DOCS_OUT)
+docs: venv ## refresh the generated tables (README, docs) and build the site strictly into $(DOCS_OUT)
+	$(VENV)/bin/python tools/docs_tables.py
 	$(VENV)/bin/python -m mkdocs build --strict --site-dir $(DOCS_OUT)
 
 docs-serve: venv ## serve the docs site on 127.0.0.1:8000, rebuilt on every edit

@@ -3,18 +3,23 @@
 #   tools   debootstrap (OS stand-in), shellcheck (lint gate),
 #           qemu-user-static and binfmt-support (the arm64 stand-in builds and runs here
 #           under emulation; binfmt_misc mounted and its handlers enabled),
-#           docker-registry (local registry for publish tests), chromium and chromium-driver
-#           (JupyterLab opened in a real headless browser), the Docker engine,
+#           docker-registry (local registry for publish tests), skopeo (the zstd copy, as the
+#           workflow makes it), chromium, chromium-driver and a CJK font (JupyterLab and the
+#           docs site opened in a real headless browser), the Docker engine,
 #           docker-compose and the Dev Containers CLI (the real clients of the
 #           compose file and the devcontainer)
 #   engine  a running Docker daemon (started in the background when none answers)
 #   podman  Debian's podman for a rootless second engine: a dedicated non-root user
 #           ($PUDEV_PODMAN_USER, default pudev-podman) with subordinate id ranges and
 #           its own storage.conf (native overlay, never vfs); the Docker engine's
-#           configuration is left alone
-#   tidy    drop pudev's replaced images and cap BuildKit's cache (PUDEV_BUILD_CACHE_KEEP,
-#           default 10GB: the arm64 build, the kept registry and podman need the rest) so
-#           repeated runs keep their cache without filling the disk
+#           configuration is left alone. `all` does this only where asked to (below).
+#   tidy    drop pudev's own replaced images (by their labels); cap BuildKit's cache only
+#           where asked to, since it holds every project's builds on this engine and has no
+#           per-project scope; otherwise stop when Docker's disk has too little free
+# What changes the host beyond installing packages happens only under CI=true or an opt-in:
+#   PUDEV_CREATE_PODMAN_USER=1  `all` creates the podman user (its tests skip without it)
+#   PUDEV_PRUNE_BUILD_CACHE=1   `tidy` cuts the build cache to PUDEV_BUILD_CACHE_KEEP (10GB)
+#   PUDEV_TEST_DISK_GB          the free space a warm run needs (25) when nothing is pruned
 # It installs and starts things only as root on Debian/Ubuntu; elsewhere it
 # prints what is missing and how to get it, and exits non-zero.
 # Usage: scripts/host-setup.sh [tools|engine|podman|tidy|all]   (default: all)
@@ -29,6 +34,7 @@ ensure_tools() {
     command -v debootstrap >/dev/null 2>&1 || missing="$missing debootstrap"
     command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
     command -v docker-registry >/dev/null 2>&1 || missing="$missing docker-registry"
+    command -v skopeo >/dev/null 2>&1 || missing="$missing skopeo"
     command -v dockerd >/dev/null 2>&1 || missing="$missing docker.io"
     command -v docker-compose >/dev/null 2>&1 || missing="$missing docker-compose"
     command -v npm >/dev/null 2>&1 || missing="$missing npm"
@@ -36,6 +42,8 @@ ensure_tools() {
     command -v update-binfmts >/dev/null 2>&1 || missing="$missing binfmt-support"
     command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
     command -v chromedriver >/dev/null 2>&1 || missing="$missing chromium-driver"
+    # The Chinese docs' screenshots: without a CJK font, headless chromium draws boxes.
+    [ -e /usr/share/fonts/truetype/wqy/wqy-microhei.ttc ] || missing="$missing fonts-wqy-microhei"
     if [ -n "$missing" ]; then
         if ! is_root_debian; then
             say "missing:$missing; install them with: sudo apt-get install -y$missing"
@@ -211,13 +219,34 @@ events_logger = "file"'
     fi
 }
 
+# CI=true, or the opt-in variable's value ($1) is 1.
+opted_in() { [ "${CI:-}" = true ] || [ "$1" = 1 ]; }
+
 tidy() {
     docker=${PUDEV_DOCKER:-docker}
     command -v "$docker" >/dev/null 2>&1 || docker=/usr/bin/docker
     for label in org.pudev.variant org.pudev.standin.recipe; do
         "$docker" image prune -f --filter "label=$label" >/dev/null
     done
-    "$docker" builder prune -f --keep-storage "${PUDEV_BUILD_CACHE_KEEP:-10GB}" >/dev/null
+    if opted_in "${PUDEV_PRUNE_BUILD_CACHE:-}"; then
+        "$docker" builder prune -f --keep-storage "${PUDEV_BUILD_CACHE_KEEP:-10GB}" >/dev/null
+        return 0
+    fi
+    need=${PUDEV_TEST_DISK_GB:-25}
+    root=$("$docker" info --format '{{.DockerRootDir}}')
+    free=$(df -P -k "$root" | awk 'NR == 2 { print int($4 / 1048576) }')
+    if [ "$free" -lt "$need" ]; then
+        say "Docker's disk has ${free} GB free and a test run needs about ${need} GB (a first run about 75 GB): free some space, or let this script cut Docker's build cache, every project's, to ${PUDEV_BUILD_CACHE_KEEP:-10GB} with PUDEV_PRUNE_BUILD_CACHE=1"
+        return 1
+    fi
+}
+
+podman_if_asked() {
+    if opted_in "${PUDEV_CREATE_PODMAN_USER:-}"; then
+        ensure_podman
+    elif ! id "$PODMAN_USER" >/dev/null 2>&1; then
+        say "not creating the rootless podman user $PODMAN_USER (its tests skip): set PUDEV_CREATE_PODMAN_USER=1 to have it"
+    fi
 }
 
 case $what in
@@ -225,6 +254,6 @@ case $what in
     engine) ensure_engine ;;
     podman) ensure_podman ;;
     tidy) ensure_engine && tidy ;;
-    all) ensure_tools && ensure_engine && ensure_podman && tidy ;;
+    all) ensure_tools && ensure_engine && podman_if_asked && tidy ;;
     *) say "unknown step '$what': use tools, engine, podman, tidy or all"; exit 2 ;;
 esac

@@ -10,13 +10,16 @@ this file.
 
 from __future__ import annotations
 
-import json
 import os
 import random
+import sys
 import time
 from pathlib import Path
 
 import pytest
+
+# The maintainers' tools (tools/: the benchmarks, the docs' generated tables) import as their scripts do.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 
 SEED_VARIABLE = "PUDEV_TEST_SEED"
 SEED = pytest.StashKey[int]()
@@ -39,6 +42,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SEED] = seed
     target = config.getoption("times_report")
     if target:
+        from times_report import TimesRecorder
+
         config.pluginmanager.register(TimesRecorder(Path(target)), "pudev-times-report")
 
 
@@ -77,29 +82,3 @@ def _environment_left_as_found() -> object:
 def rng(request: pytest.FixtureRequest) -> random.Random:
     """This test's random source: the run's seed and the test's node id decide every value it draws."""
     return random.Random(f"{request.config.stash[SEED]}:{request.node.nodeid}")
-
-
-# The run's test times as data (pudev/devtools/testtimes.py), written by `--times-report PATH` (`make test`
-# passes it): each test's setup, call and teardown together, and the whole session's wall time.
-class TimesRecorder:
-    def __init__(self, target: Path) -> None:
-        self.target, self.started = target, time.monotonic()
-        self.seconds: dict[str, float] = {}
-        self.outcomes: dict[str, str] = {}
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
-        worst = self.outcomes.get(report.nodeid, "passed")
-        if report.failed:
-            worst = "failed" if report.when == "call" else "error"
-        elif report.skipped and worst == "passed":
-            worst = "skipped"
-        self.outcomes[report.nodeid] = worst
-
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        from pudev.devtools.testtimes import TestTime, machine, summarize
-
-        times = [TestTime(nodeid, seconds, self.outcomes[nodeid]) for nodeid, seconds in self.seconds.items()]
-        report = summarize(times, total_s=time.monotonic() - self.started, description=machine(), when=time.time())
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        self.target.write_text(json.dumps(report, indent=1) + "\n")

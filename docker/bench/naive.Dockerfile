@@ -1,4 +1,4 @@
-# The yardstick `pudev bench-build` measures the real build against (never shipped): the
+# The yardstick `make bench-build` measures the real build against (never shipped): the
 # single-stage Dockerfile a newcomer would write for the same image. It copies both toolkits
 # as their images hold them (unpruned), installs the same OS packages with apt (the older g++ a
 # toolkit's nvcc needs among them, where the image has one) and the same lock with pip (no cache

@@ -23,16 +23,19 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
 
 # Downloads stay in a cache mount, one folder per toolkit and architecture (the assembly takes
 # every wheel and .deb in its folder); only the assembled tree leaves this stage.
-# WHEELS is a list of requirement specs, split on purpose.
+# WHEELS is a list of requirement specs, split on purpose; pip takes the target machine's wheels,
+# of any manylinux generation NVIDIA tags them with (cu11's manylinux1 to cu13's manylinux_2_28).
 RUN --mount=type=cache,target=/var/cache/pudev-standins \
     --mount=type=secret,id=ca \
     --mount=type=bind,source=docker/steps/with-ca.sh,target=/usr/local/sbin/with-ca \
     --mount=type=bind,source=docker/standins/fetch-debs.sh,target=/usr/local/sbin/fetch-debs \
     --mount=type=bind,source=docker/standins/assemble-toolkit.sh,target=/usr/local/sbin/assemble-toolkit \
     downloads="/var/cache/pudev-standins/cuda-${CUDA_VERSION}-${TARGETARCH}" \
-    && wheel_platform=$([ "${TARGETARCH}" = arm64 ] && echo manylinux_2_28_aarch64 || echo manylinux_2_28_x86_64) \
+    && machine=$([ "${TARGETARCH}" = arm64 ] && echo aarch64 || echo x86_64) \
+    && set -- && for tag in manylinux1 manylinux2010 manylinux2014 $(seq -f manylinux_2_%g 17 28); do \
+        set -- "$@" --platform "${tag}_${machine}"; done \
     && sh /usr/local/sbin/with-ca python3 -m pip download -q --no-cache-dir --only-binary=:all: \
-        --platform "$wheel_platform" --dest "$downloads/wheels" ${WHEELS} \
+        "$@" --dest "$downloads/wheels" ${WHEELS} \
     && if [ -n "${DEB_SUITE}" ]; then \
         sh /usr/local/sbin/with-ca sh /usr/local/sbin/fetch-debs "${DEB_SUITE}" "${DEB_TOOLKIT_VERSION}" \
             "${DEB_DEV_VERSION}" "$downloads/debs"; fi \

@@ -1,10 +1,11 @@
-"""`uv pip check` after the last package layer, with one upstream quirk let through.
+"""`uv pip check` after the second package step, with one upstream quirk let through.
 
 NVIDIA's aarch64 wheel of nvidia-cusparselt-cu13 (0.8.1, which torch's arm64 wheels require)
 declares `manylinux2014_sbsa` inside its WHEEL file although its file name says aarch64; pip
 installs it and torch loads it, but uv calls it "built for a different platform". Only that
 complaint, and only about a package the base brought (BASE_RECORD), passes; anything else fails
 the build with uv's own words.
+Needs pudev's build library on PYTHONPATH (the lock-file parser's name normalization).
 Usage: python3 check-installed.py UV BASE_RECORD
 """
 
@@ -13,11 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pudev.common.lock_file import normalize
+
 PLATFORM_QUIRK = re.compile(r"The package `([^`]+)` was built for a different platform")
-
-
-def normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def main() -> int:

@@ -51,31 +51,30 @@ def docker_engine() -> str:
         raise
 
 
-def _registry(tmp_path_factory: pytest.TempPathFactory, storage: Path | None) -> Iterator[RealisticRegistry]:
+def _require_registry() -> None:
     if shutil.which("docker-registry") is None:
         _skip_or_fail("docker-registry is not installed (sudo apt-get install docker-registry)")
-    with RealisticRegistry(tmp_path_factory.mktemp("realistic-registry"), storage=storage) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
 def realistic_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealisticRegistry]:
     """The registry that behaves like GHCR and Docker Hub (realistic_registry.py); processes only, no engine."""
-    yield from _registry(tmp_path_factory, None)
+    _require_registry()
+    with RealisticRegistry(tmp_path_factory.mktemp("realistic-registry")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
-def swept_storage() -> Path:
-    """The kept registry storage, rid once per run of the blobs no manifest of the last run named."""
-    kept_between_runs.sweep(kept_between_runs.kept_storage_dir())
-    return kept_between_runs.kept_storage_dir()
-
-
-@pytest.fixture(scope="module")
-def kept_registry(tmp_path_factory: pytest.TempPathFactory, swept_storage: Path) -> Iterator[RealisticRegistry]:
-    """The same registry on storage kept between runs, holding blobs but no image (kept_between_runs.py): the release
-    tests push the 7 GB image, and only its changed layers travel."""
-    yield from _registry(tmp_path_factory, kept_between_runs.reset(swept_storage))
+def kept_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealisticRegistry]:
+    """One registry per run on storage kept between runs, holding blobs but no image (kept_between_runs.py): the
+    release tests push the 7 GB image, and only its changed layers travel."""
+    _require_registry()
+    registry = RealisticRegistry(tmp_path_factory.mktemp("kept-registry"),
+                                 storage=kept_between_runs.kept_storage_dir())
+    kept_between_runs.collect_garbage(registry)
+    with registry:
+        kept_between_runs.forget_images(registry)
+        yield registry
 
 
 @pytest.fixture(scope="session")

@@ -17,8 +17,8 @@ import kept_between_runs
 import pytest
 from realistic_registry import RealisticRegistry
 
-from pudev.building.labels import context_paths
-from pudev.common.halves import PLATFORM_PROOF
+from pudev.building.labels import copy_context
+from pudev.common.halves import PLATFORM_SCOPE
 from pudev.common.platforms import native_platform
 from pudev.config.model import Variant
 from pudev.config.profiles import profile_names
@@ -73,15 +73,7 @@ def run_removed(image: str, options: Sequence[str], command: Sequence[str], *, t
 
 def build_context_copy(tmp_path: Path) -> Path:
     """What the build context holds, so a test can change its own copy (PUDEV_ROOT=copy)."""
-    root = tmp_path / "repo"
-    for relative in context_paths():
-        if (REPO_ROOT / relative).is_dir():
-            shutil.copytree(REPO_ROOT / relative, root / relative, ignore=shutil.ignore_patterns("__pycache__"))
-        else:  # a single file the Dockerfiles read (.dockerignore allows some one by one)
-            (root / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO_ROOT / relative, root / relative)
-    shutil.copy(REPO_ROOT / ".dockerignore", root / ".dockerignore")
-    return root
+    return copy_context(tmp_path / "repo")
 
 
 # A stand-in build is a profile, or a profile on a platform other than this host's: "local-current@linux/arm64".
@@ -103,7 +95,7 @@ def build_args(build: str) -> list[str]:
     """The pudev selection flags of one stand-in build. Under emulation a build can afford its platform
     proof, not its whole CPU half, so it is built requiring that: the label `pudev promote` reads."""
     profile, platform = split_build(build)
-    emulated = ["--platform", platform, "--set", f"required_tests={PLATFORM_PROOF}"] if platform else []
+    emulated = ["--platform", platform, "--set", f"required_tests={PLATFORM_SCOPE}"] if platform else []
     return ["--profile", profile, *emulated]
 
 
@@ -169,18 +161,18 @@ class Profiles:
 
     def suite(self, build: str) -> SuiteRun:
         """`pudev test --profile P`: the in-image suite in a fresh container; for another platform's build
-        (`--platform X`, under emulation) its platform proof (`--platform-proof`)."""
+        (`--platform X`, under emulation) its platform scope (`--platform-only`)."""
         if build not in self.suites:
             image = self.image(build)
             junit = self.reports / f"image-suite-{build.replace('/', '-')}.xml"
             kept = kept_between_runs.cache_dir() / "suites" / f"{image.image_id.removeprefix('sha256:')}.xml"
-            if emulated(build) and kept.exists() and localpasses.recall(image.image_id, PLATFORM_PROOF) is not None:
+            if emulated(build) and kept.exists() and localpasses.recall(image.image_id, PLATFORM_SCOPE) is not None:
                 # Under emulation even the proof takes minutes: the same image (by id, every byte) passed it on
                 # this machine before, so that run's report stands, as `pudev test --reuse-local-pass` does.
                 shutil.copyfile(kept, junit)
                 self.suites[build] = SuiteRun(returncode=0, junit=junit, output=f"reused the pass of {kept}")
                 return self.suites[build]
-            scope = ["--platform-proof"] if emulated(build) else []
+            scope = ["--platform-only"] if emulated(build) else []
             env = {KEPT_CCACHE: str(kept_compile_cache(build))} if emulated(build) else {}
             result = run_pudev("test", *build_args(build), *scope, "--junit", str(junit), timeout=3600, env=env)
             self.suites[build] = SuiteRun(returncode=result.returncode, junit=junit,

@@ -4,28 +4,35 @@
 - each image's layer listing, by image id (an id names every layer's content, so a listing
   never goes stale; `docker save` of a 7 GB image is a minute), where the engine's storage
   cannot list the layers itself (overlay_layers: seconds, so nothing is kept);
-- the release tests' registry storage, so a layer that did not change is never sent again:
-  `docker push` asks whether the candidate repository has each blob (HEAD, through the
-  storage host's redirect) and skips the ones it has.
+- the kept registry's storage, so a layer that did not change is never sent again: `docker push`
+  asks whether the candidate repository has each blob and skips the ones it has.
 
-Each run still starts from a registry that knows no image: every repository's manifests, tags,
-test results, SBOMs and unfinished uploads are removed, and every repository but the candidate
-ones loses its layer links too, so promote must mount each layer across repositories again
-(test_the_tested_candidate_is_promoted_without_sending_a_layer). Only blobs and the candidate
-repositories' links to them survive. Over LIMIT_BYTES the whole storage is dropped."""
+Each run still starts from a registry that knows no image, with Distribution's own tools only:
+before it starts, `garbage-collect` drops every blob that no manifest of the last run named;
+once it runs, every manifest a tag reaches is deleted through the API (its test results and
+SBOMs go with it; an untagged one a run left behind stays, named by no tag, until the storage
+outgrows LIMIT_BYTES), and in all but the candidate repositories the layer links too, so promote must mount
+each layer across repositories again
+(test_release.py::test_the_tested_candidate_is_promoted_without_sending_a_layer). Over
+LIMIT_BYTES the whole storage is dropped."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import overlay_layers
+import requests
+from realistic_registry import RealisticRegistry
 
 from pudev.engine import docker
 from pudev.engine.layers import Layer, read_layers
+from pudev.registry.oci import MANIFEST_TYPES
 
 LIMIT_BYTES = 24 * 1024**3
 CANDIDATE_SUFFIX = "-candidates"
@@ -71,89 +78,61 @@ def _size(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file() and not path.is_symlink())
 
 
-def _blob_data(storage: Path, digest: str) -> Path:
-    hexdigest = digest.removeprefix("sha256:")
-    return storage / "docker/registry/v2/blobs/sha256" / hexdigest[:2] / hexdigest / "data"
-
-
-def _named_by_manifests(storage: Path) -> set[str] | None:
-    """Every blob digest that a manifest in the storage is or names (config, layers, an index's children);
-    None where a manifest cannot be read, so that nothing is swept on a guess."""
-    named: set[str] = set()
-    for link in (storage / "docker/registry/v2/repositories").rglob("_manifests/revisions/sha256/*/link"):
-        digest = "sha256:" + link.parent.name
-        try:
-            manifest = json.loads(_blob_data(storage, digest).read_bytes())
-        except (OSError, ValueError):
-            return None
-        entries = [manifest.get("config") or {}, *manifest.get("layers", []), *manifest.get("manifests", [])]
-        named |= {digest, *(entry["digest"] for entry in entries if isinstance(entry, dict) and "digest" in entry)}
-    return named
-
-
-def _record_file(storage: Path) -> Path:
-    return storage.parent / f"{storage.name}-named-blobs.json"
-
-
-def _read_record(storage: Path) -> dict[str, list[str] | None]:
-    """What the runs named: `last`, the blobs of the last run that pushed anything; `current`, this run's
-    so far. None where a manifest could not be read: nothing is swept on a guess."""
-    try:
-        record = json.loads(_record_file(storage).read_text())
-        return {"last": record["last"], "current": record["current"]}
-    except (OSError, ValueError, KeyError, TypeError):
-        return {"last": [], "current": []}
-
-
-def _add_named(known: list[str] | None, storage: Path) -> list[str] | None:
-    """`known` and what the manifests in the storage name (their registry is about to lose them)."""
-    named = _named_by_manifests(storage)
-    return None if known is None or named is None else sorted(set(known) | named)
-
-
-def sweep(storage: Path) -> None:
-    """Once per run, before its first registry starts: drop the blobs (and the candidate repositories'
-    links to them) that the last run which pushed anything did not name."""
-    if not storage.exists():
-        return
-    record = _read_record(storage)
-    finished = _add_named(record["current"], storage)  # the last run's last registry left its manifests
-    last = finished if finished != [] else record["last"]
-    _drop_images(storage)
-    _record_file(storage).write_text(json.dumps({"last": last, "current": []}))
-    if not last:
-        return
-    keep = set(last)
-    for data in (storage / "docker/registry/v2/blobs/sha256").glob("*/*/data"):
-        if "sha256:" + data.parent.name not in keep:
-            shutil.rmtree(data.parent)
-    for link in (storage / "docker/registry/v2/repositories").rglob("_layers/sha256/*/link"):
-        if "sha256:" + link.parent.name not in keep:
-            shutil.rmtree(link.parent)
-
-
-def _drop_images(storage: Path) -> None:
-    """Every manifest, tag and unfinished upload; the layer links of all but the candidate repositories."""
-    repositories = storage / "docker/registry/v2/repositories"
-    if repositories.exists():
-        for repository in sorted({path.parent for path in repositories.rglob("_layers")} |
-                                 {path.parent for path in repositories.rglob("_manifests")}):
-            for part in ("_manifests", "_uploads"):
-                shutil.rmtree(repository / part, ignore_errors=True)
-            if not repository.name.endswith(CANDIDATE_SUFFIX):
-                shutil.rmtree(repository / "_layers", ignore_errors=True)
-
-
-def reset(storage: Path) -> Path:
-    """`storage` as a registry that holds blobs but no image (see the module's text)."""
+def collect_garbage(registry: RealisticRegistry) -> None:
+    """Before the kept registry starts: its storage less every blob no manifest names (all of it over LIMIT_BYTES)."""
+    storage = registry.distribution.storage
     if storage.exists() and _size(storage) > LIMIT_BYTES:
         shutil.rmtree(storage)
-        _record_file(storage).unlink(missing_ok=True)
     if storage.exists():
-        record = _read_record(storage)
-        # What the run's previous registry named, before its manifests go.
-        current = _add_named(record["current"], storage)
-        _record_file(storage).write_text(json.dumps({"last": record["last"], "current": current}))
-    _drop_images(storage)
-    storage.mkdir(parents=True, exist_ok=True)
-    return storage
+        registry.distribution.garbage_collect()
+
+
+class _Api:
+    """The registry's API as its "admin" user (it alone may list the repositories)."""
+
+    def __init__(self, registry: RealisticRegistry) -> None:
+        self.registry, self.session = registry, requests.Session()
+        self.session.trust_env = False  # never an HTTP proxy for 127.0.0.1
+        self.session.verify = str(registry.ca_file)
+
+    def call(self, method: str, path: str, scope: str, *, ok: tuple[int, ...] = (200, 202)) -> requests.Response:
+        token = self.registry.token("admin", scope)
+        answer = self.session.request(method, f"https://{self.registry.address}{path}", timeout=60, headers={
+            "Authorization": f"Bearer {token}", "Accept": ", ".join(MANIFEST_TYPES)})
+        if answer.status_code not in ok:
+            raise RuntimeError(f"{method} {path}: {answer.status_code} {answer.text[:300]}")
+        return answer
+
+    def repositories(self) -> list[str]:
+        return list(self.call("GET", "/v2/_catalog?n=1000", "registry:catalog:*").json().get("repositories") or [])
+
+    def tags(self, repository: str) -> list[str]:
+        answer = self.call("GET", f"/v2/{repository}/tags/list", f"repository:{repository}:pull", ok=(200, 404))
+        return list(answer.json().get("tags") or []) if answer.status_code == 200 else []
+
+    def manifests(self, repository: str, reference: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(digest, manifest) of `reference` and, for an index, of each of its children."""
+        answer = self.call("GET", f"/v2/{repository}/manifests/{reference}", f"repository:{repository}:pull",
+                           ok=(200, 404))
+        if answer.status_code == 404:
+            return  # a child of an index deleted before it
+        body = answer.json()
+        yield answer.headers["Docker-Content-Digest"], body
+        for child in body.get("manifests") or []:
+            yield from self.manifests(repository, child["digest"])
+
+
+def forget_images(registry: RealisticRegistry) -> None:
+    """On the started kept registry: every manifest deleted through the API, and the layer links of all but
+    the candidate repositories."""
+    api = _Api(registry)
+    for repository in api.repositories():
+        found = {digest: body for tag in api.tags(repository) for digest, body in api.manifests(repository, tag)}
+        layers = {entry["digest"] for body in found.values()
+                  for entry in [body.get("config") or {}, *(body.get("layers") or [])] if "digest" in entry}
+        scope = f"repository:{repository}:delete"
+        for digest in found:
+            api.call("DELETE", f"/v2/{repository}/manifests/{digest}", scope, ok=(202, 404))
+        if not repository.endswith(CANDIDATE_SUFFIX):
+            for digest in sorted(layers):
+                api.call("DELETE", f"/v2/{repository}/blobs/{digest}", scope, ok=(202, 404))

@@ -4,7 +4,8 @@ only (no Docker), everything listening on 127.0.0.1:
 - TLS everywhere, under a CA made for the run (`ca_file`; tls_material.py);
 - Distribution 2.8 (Debian's docker-registry) with `auth: token`: /v2/ answers
   401 `Bearer realm=...,service=...`; the token server (token_server.py) issues
-  scoped JWTs: "pusher" may pull, push and delete, "reader" only pull (its push is
+  scoped JWTs: "pusher" may pull, push and delete, "admin" that and list the
+  repositories (the catalog), "reader" only pull (its push is
   refused with 401 insufficient_scope), anonymous nothing;
 - blob GETs *and HEADs* answered with 307 by the `redirect` storage middleware
   (Distribution routes HEAD to the same ServeBlob). Location is
@@ -60,6 +61,7 @@ class RealisticRegistry:
         self.root, self.helper_user = root, helper_user
         # Throwaway passwords, new each run; only the helper's store and the token server hold them.
         self.users = {"pusher": User(secrets.token_urlsafe(12), frozenset({"pull", "push", "delete"})),
+                      "admin": User(secrets.token_urlsafe(12), frozenset({"pull", "push", "delete", "catalog"})),
                       "reader": User(secrets.token_urlsafe(12), frozenset({"pull"}))}
         self.tls = TlsMaterial.create(root / "tls")
         signer = TokenSigner(root / "tls", issuer=ISSUER, service=SERVICE)

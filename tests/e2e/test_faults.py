@@ -22,8 +22,6 @@ from e2e_support import PUDEV, LocalImage, build_context_copy, lock_in, profile_
 from secret_scan import files_in_save, find_secret, save_contains
 
 from pudev.building.cabundle import resolve_ca_bundle
-from pudev.building.lock_slices import layer_of, read_layers
-from pudev.building.requirement_locks import layers_path
 from pudev.devtools.standins import load_standins
 from pudev.engine import docker
 from pudev.engine.containers import TRACKED_LABEL
@@ -265,9 +263,9 @@ def test_unresolvable_requirement_names_the_package_and_keeps_tags(tmp_path: Pat
     result = _build_in(root)
     assert result.returncode != 0
     first_line = result.stderr.strip().splitlines()[0]
-    # tqdm's package layer installs in a stage of its own: the error names that stage.
-    stage = f"packages-{layer_of('tqdm', read_layers(layers_path().read_text()))}"
-    assert first_line.startswith(f"pudev: error: build of {FAULT_TAG} failed in stage '{stage}'"), first_line
+    # tqdm is one of the rest's packages: the error names that step by its command.
+    assert first_line.startswith(f"pudev: error: build of {FAULT_TAG} failed in stage 'final'"), first_line
+    assert "install-packages.sh" in first_line and "the-rest" in first_line, first_line
     assert "tqdm==99.0.0" in result.stderr
     assert docker.image_id(FAULT_TAG) == good
 
@@ -297,7 +295,7 @@ def test_test_run_past_its_timeout_is_stopped_and_removed(local_image: LocalImag
     result = run_pudev("test", "--profile", "local", "--timeout", "8", "--", "-k",
                        "test_cuda_extension_builds_and_its_host_entry_point_runs", timeout=600)
     assert result.returncode != 0
-    assert "did not finish within 8 s; the container was removed" in result.stderr
+    assert all(word in result.stderr for word in ("8 s", "container was removed")), result.stderr[-2000:]
     assert time.monotonic() - started < 120
     assert not docker.run(["ps", "-aq", "--filter", f"label={TRACKED_LABEL}"]).stdout.split()
 

@@ -1,18 +1,28 @@
 """JupyterLab on port 8888: health, token auth, a notebook cell run through the
-kernel API, and the port, base URL, token and no-auth overrides."""
+kernel API, the port, base URL, token and no-auth overrides, and `pudev jupyter`
+(the quick start's `docker run`) started by an ordinary user of the docker group."""
 
 from __future__ import annotations
 
+import grp
+import os
 import re
 import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from e2e_support import QUICK_HEALTH, LocalImage, profile_variant
+from e2e_support import PUDEV, QUICK_HEALTH, LocalImage, profile_variant
 from jupyter_client_lite import JupyterServer, free_port, notebook
 
+from pudev.engine import docker
 from pudev.engine.containers import TrackedContainer
+from pudev.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 HEALTH = "{{.State.Health.Status}}"
@@ -59,6 +69,18 @@ def test_notebook_cell_runs_torch(default_server: tuple[TrackedContainer, Jupyte
     assert server.run_code(session["kernel"]["id"], code).strip() == profile_variant("local").cuda
     status, saved = server.request("GET", "api/contents/probe.ipynb")
     assert status == 200 and saved["content"]["cells"][0]["source"] == code
+
+
+def test_jupyter_news_and_update_checks_are_off_until_turned_on(
+        default_server: tuple[TrackedContainer, JupyterServer]) -> None:
+    """JupyterLab would ask on first open whether to fetch Jupyter's news feed, a request that hangs where it is
+    blocked; the image's defaults (/etc/jupyter/labconfig) answer no, and Settings > Notifications turns it on."""
+    _, server = default_server
+    status, body = server.request("GET", "lab/api/settings/@jupyterlab/apputils-extension:notification")
+    assert status == 200, body
+    # The overrides become the schema's defaults; a user's own choice (body["settings"]) would win over them.
+    defaults = {name: field.get("default") for name, field in body["schema"]["properties"].items()}
+    assert (defaults["fetchNews"], defaults["checkForUpdates"]) == ("false", False), defaults
 
 
 def test_server_runs_as_the_default_user_in_workspace(default_server: tuple[TrackedContainer, JupyterServer]
@@ -149,3 +171,59 @@ def test_hardened_run_serves_and_runs_a_kernel(local_image: LocalImage) -> None:
         assert status == 201
         assert server.run_code(kernel["id"], "import torch; print(torch.__version__)").strip().startswith("2.")
         assert container.exec(["touch", "/opt/pudev/x"]).returncode != 0  # the root filesystem is read-only
+
+
+HOST_USER = 4242  # a user of the docker group who is not uid 1000, the image's own
+PRINTED_URL = re.compile(r"open (http://127\.0\.0\.1:(\d+)/lab\?token=(\S+))")
+
+
+def _answers(server: JupyterServer) -> bool:
+    try:
+        return server.request("GET", "api/status")[0] == 200
+    except OSError:  # nothing listens on the port yet
+        return False
+
+
+def _containers_of(image: str) -> list[str]:
+    return docker.run(["ps", "-aq", "--filter", f"ancestor={image}"]).stdout.split()
+
+
+def test_pudev_jupyter_runs_the_quick_start_as_the_host_user(local_image: LocalImage, tmp_path: Path) -> None:
+    """`pudev jupyter` (make jupyter) as uid 4242: the address it prints works, the kernel runs as 4242 with 8 GB
+    of /dev/shm, a file saved in JupyterLab lands in the host folder owned by 4242, and Ctrl-C removes it all."""
+    workspace = Path(tempfile.mkdtemp(prefix="pudev-jupyter-"))  # under /tmp, which that user may enter
+    os.chown(workspace, HOST_USER, HOST_USER)
+    before = set(_containers_of(local_image.tag))
+    process = subprocess.Popen(
+        ["setpriv", f"--reuid={HOST_USER}", f"--regid={HOST_USER}", f"--groups={grp.getgrnam('docker').gr_gid}",
+         "--", *PUDEV, "jupyter", "--image", local_image.tag, "--port", str(free_port()),
+         "--workspace", str(workspace)],
+        cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "HOME": str(tmp_path)})
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline()
+        printed = PRINTED_URL.search(first)
+        assert printed, first
+        server = JupyterServer(port=int(printed.group(2)), token=printed.group(3))
+        deadline = time.monotonic() + 180
+        while not _answers(server):
+            assert process.poll() is None and time.monotonic() < deadline, "JupyterLab never answered"
+            time.sleep(1)
+        status, session = server.request("POST", "api/sessions", {
+            "path": "probe.ipynb", "type": "notebook", "name": "probe.ipynb", "kernel": {"name": "python3"}})
+        assert status == 201, session
+        code = "import os; s = os.statvfs('/dev/shm'); print(os.getuid(), s.f_blocks * s.f_frsize // 2**30)"
+        assert server.run_code(session["kernel"]["id"], code).split() == [str(HOST_USER), "8"]
+        assert server.request("PUT", "api/contents/saved.txt", {"type": "file", "format": "text",
+                                                                "content": "hello"})[0] in (200, 201)
+        saved = workspace / "saved.txt"
+        assert saved.read_text() == "hello" and saved.stat().st_uid == HOST_USER
+    finally:
+        process.send_signal(signal.SIGINT)  # Ctrl-C: the client passes it on, and --rm removes the container
+        process.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while set(_containers_of(local_image.tag)) - before and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not set(_containers_of(local_image.tag)) - before, "the container outlived Ctrl-C"
+    shutil.rmtree(workspace)

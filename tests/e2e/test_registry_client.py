@@ -16,6 +16,7 @@ import pytest
 from realistic_registry import RealisticRegistry
 
 from pudev.common.errors import PudevError
+from pudev.registry import oci
 from pudev.registry.client import RegistryClient
 from pudev.registry.transport import CA_VARIABLES
 from pudev.release import artifacts
@@ -41,11 +42,11 @@ def image(registry: RealisticRegistry) -> str:
     client = RegistryClient(registry.address, retries=1)
     config = client.upload_blob(SOURCE, b'{"architecture":"amd64","os":"linux"}')
     layer = client.upload_blob(SOURCE, PAYLOAD)
-    manifest = {"schemaVersion": 2, "mediaType": artifacts.OCI_MANIFEST,
+    manifest = {"schemaVersion": 2, "mediaType": oci.OCI_MANIFEST,
                 "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": config, "size": 37},
                 "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layer,
                             "size": len(PAYLOAD)}]}
-    answer = client.put_manifest(SOURCE, "v1", json.dumps(manifest).encode(), artifacts.OCI_MANIFEST)
+    answer = client.put_manifest(SOURCE, "v1", json.dumps(manifest).encode(), oci.OCI_MANIFEST)
     return answer.headers["Docker-Content-Digest"]
 
 
@@ -92,7 +93,7 @@ def test_an_artifact_round_trip_with_a_cross_repository_mount(registry: Realisti
     body, _ = client.manifest(SOURCE, image)
     blobs = [item["digest"] for item in (json.loads(body)["config"], *json.loads(body)["layers"])]
     assert all(client.mount_blob(RELEASE, blob, SOURCE) for blob in blobs)
-    client.put_manifest(RELEASE, "latest", body, artifacts.OCI_MANIFEST)
+    client.put_manifest(RELEASE, "latest", body, oci.OCI_MANIFEST)
     assert client.digest(RELEASE, "latest") == image
     mount = next(grant for grant in registry.token_server.grants if len(grant.requested) == 2)
     assert sorted(mount.granted) == sorted(mount.requested), mount  # one token for both repositories

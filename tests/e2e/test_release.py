@@ -27,8 +27,8 @@ from realistic_registry import RealisticRegistry
 
 from pudev.engine import docker
 from pudev.registry.client import RegistryClient
-from pudev.release.result_artifacts import results
 from pudev.release.targets import parse_digest_ref
+from pudev.release.test import results
 from pudev.reports.sbom import component_versions
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]

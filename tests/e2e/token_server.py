@@ -25,7 +25,7 @@ from token_signer import TOKEN_SECONDS, TokenSigner
 @dataclass(frozen=True)
 class User:
     password: str
-    actions: frozenset[str]  # on every repository, e.g. {"pull", "push"}
+    actions: frozenset[str]  # on every repository, e.g. {"pull", "push"}; "catalog": may list repositories
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,11 @@ def grant(user: User | None, scopes: list[str]) -> list[dict[str, Any]]:
     access = []
     for scope in scopes:
         parsed = parse_scope(scope)
+        if parsed == ("registry", "catalog", ["*"]) and user is not None and "catalog" in user.actions:
+            access.append({"type": "registry", "name": "catalog", "actions": ["*"]})
+            continue
         if parsed is None or parsed[0] != "repository" or user is None:
-            continue  # anonymous and catalog requests get nothing: a private registry
+            continue  # anonymous requests get nothing, as from a private registry
         kind, name, asked = parsed
         allowed = sorted(user.actions) if "*" in asked else [a for a in asked if a in user.actions]
         if allowed:

@@ -85,7 +85,7 @@ def extension_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # A compiler cache kept between runs, where the runner mounts one (`pudev test` passes the host's
-# PUDEV_SUITE_CCACHE_DIR on): e2e gives one to the emulated platform proof, where the cold build takes
+# PUDEV_SUITE_CCACHE_DIR on): e2e gives one to the emulated platform scope, where the cold build takes
 # six minutes, keyed by the toolkit images, so it compiles cold whenever a compiler changes.
 KEPT_CCACHE = "PUDEV_SUITE_CCACHE_DIR"
 

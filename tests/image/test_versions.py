@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pudev.image.record import ImageRecord, normalize
+from pudev.common.lock_file import normalize
+from pudev.image.record import ImageRecord
 
 pytestmark = pytest.mark.smoke
 
@@ -58,7 +59,7 @@ def test_every_locked_package_is_installed_at_its_version(record: ImageRecord) -
 
 
 def test_nothing_but_the_lock_was_added(record: ImageRecord) -> None:
-    """The package layers, each installing its slice of the lock, together installed the lock (above)
+    """The package steps, each installing its part of the lock, together installed the lock (above)
     and nothing else: every package in the environment's site directories is the lock's or the base's
     (setuptools' vendored copies, on the path once it is imported, are not installed packages)."""
     places = sorted({*site.getsitepackages(), *(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))})

@@ -60,12 +60,12 @@ def test_docker_python_is_found() -> None:
 
 
 def test_ruff() -> None:
-    _gate([_tool("ruff", "make venv"), "check", "scripts", "tests", *docker_python()])
+    _gate([_tool("ruff", "make venv"), "check", "scripts", "tests", "tools", *docker_python()])
 
 
 # Each test folder has its own conftest (and tests/ the host suites' shared one), so each is its own mypy run.
 @pytest.mark.parametrize("paths", [["scripts/pudev", "tests/unit", "tests/lint"], ["tests/e2e"], ["tests/image"],
-                                   ["tests/conftest.py"]])
+                                   ["tests/conftest.py"], ["tools"]])
 def test_mypy_strict(paths: list[str]) -> None:
     _gate([_tool("mypy", "make venv"), "--strict", *paths])
 
@@ -75,6 +75,11 @@ def test_mypy_strict_docker() -> None:
     mypy = _tool("mypy", "make venv")
     for path in docker_python():
         _gate([mypy, "--strict", path])
+
+
+def test_import_layering() -> None:
+    """Each folder's import contract in pyproject.toml (import-linter)."""
+    _gate([_tool("lint-imports", "make venv")])
 
 
 def test_shellcheck() -> None:

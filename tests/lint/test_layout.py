@@ -1,13 +1,18 @@
-"""The package layout is the architecture: each folder's one rule (pudev/__init__.py)
-is checked on the imports, and on who runs `docker` (engine/ only), so a shortcut across
-stages fails here; so does a folder without a rule."""
+"""The package layout is the architecture: each folder's import rule is an import-linter contract in
+pyproject.toml (`lint-imports` enforces them, a lint gate); here, that every folder has one and that a
+planted violation fails, who runs `docker` (engine/ only), that the host never imports torch, and that
+no import cycle exists."""
 
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-import pytest
+import tomllib
 
 from pudev.paths import REPO_ROOT
 
@@ -17,44 +22,23 @@ HOST_FOLDERS = ("cli", "config", "building", "engine", "registry", "testing", "r
 FOLDERS = (*HOST_FOLDERS, "image", "mirror", "common")
 
 
-def _all_but(*allowed: str) -> tuple[str, ...]:
-    """Every pudev folder but `allowed`: a rule that a folder added later cannot slip past."""
-    return tuple(f"pudev.{folder}" for folder in FOLDERS if folder not in allowed)
+def contracts() -> dict[str, tuple[str, ...]]:
+    """folder -> the pudev subpackages it may not import, from pyproject.toml's import-linter contracts (the
+    rules `lint-imports` enforces, a lint gate, and the docs' layering table shows)."""
+    with (REPO_ROOT / "pyproject.toml").open("rb") as handle:
+        found = tomllib.load(handle)["tool"]["importlinter"]["contracts"]
+    return {contract["id"]: tuple(contract["forbidden_modules"]) for contract in found
+            if contract["type"] == "forbidden" and contract["source_modules"] == [f"pudev.{contract['id']}"]}
 
 
-# folder -> pudev subpackages it may not import. Every folder has one (see below); a folder's
-# subfolders follow its rule. Nothing imports cli/, and only cli/ imports devtools/.
-FORBIDDEN = {
-    # The top: it hands requests to the stages, and the host side never imports the in-image code.
-    "cli": ("pudev.image",),
-    "config": _all_but("config", "mirror", "common"),
-    "building": _all_but("building", "config", "engine", "registry", "mirror", "common"),
-    "engine": _all_but("engine", "common"),
-    # The transport knows HTTP and docker's credential files, nothing of pudev's images or release rules.
-    "registry": _all_but("registry", "common"),
-    # The in-image suite in a throwaway container: what ran is read from the image alone.
-    "testing": _all_but("testing", "engine", "common"),
-    # A built image released by digest: what it is comes from its own labels, never from the variant file.
-    "release": _all_but("release", "building", "engine", "registry", "testing", "common"),
-    # What a built image holds, read from the image itself; an SBOM is attached through release/.
-    "reports": _all_but("reports", "building", "engine", "registry", "release", "common"),
-    # Supply-chain policy asks registries, never the engine.
-    "policy": _all_but("policy", "config", "registry", "common"),
-    # Developer tooling stands beside the production path, which never imports it.
-    # It may write what reports/ renders (the changelog on a torch release day).
-    "devtools": ("pudev.cli", "pudev.testing", "pudev.release", "pudev.policy", "pudev.image"),
-    "image": (*_all_but("image", "mirror", "common"), "pudev.paths"),
-    "mirror": (*_all_but("mirror", "common"), "pudev.paths"),
-    "common": (*_all_but("common"), "pudev.paths"),
-}
 # Only engine/ runs the docker CLI: elsewhere, no name of the client or its environment, and no
 # `docker ...` command line handed to subprocess or os.
 ENGINE_ONLY_NAMES = ("docker_cli", "docker_env", "require_buildkit")
 LAUNCHERS = ("subprocess", "os", "asyncio")
 # Planning reads the variant, the checkout and the CA bundle, never the engine or a registry: what
 # only those know (the input images' digests) is resolved in building/digests.py and passed in.
-PURE_BUILD_MODULES = ("plan", "plan_assembly", "labels", "input_images", "record", "bake", "cimatrix",
-                      "requirement_locks", "lock_slices", "cabundle")
+PURE_BUILD_MODULES = ("plan", "plan_assembly", "labels", "input_images", "record", "bake", "matrix",
+                      "requirement_locks", "cabundle")
 IMPURE = ("pudev.engine", "pudev.registry", "pudev.building.digests", "pudev.building.builder")
 
 
@@ -78,24 +62,28 @@ def _folders() -> list[str]:
 
 
 def test_every_folder_has_a_rule() -> None:
-    assert sorted(FORBIDDEN) == sorted(FOLDERS) == _folders(), "a folder under scripts/pudev without a rule here"
+    assert sorted(contracts()) == sorted(FOLDERS) == _folders(), "a folder under scripts/pudev without a contract"
 
 
 def test_nothing_imports_cli_and_only_cli_imports_devtools() -> None:
-    for folder, forbidden in FORBIDDEN.items():
+    for folder, forbidden in contracts().items():
         if folder != "cli":
             assert "pudev.cli" in forbidden, f"{folder}/ may import cli/"
         if folder not in ("cli", "devtools"):
             assert "pudev.devtools" in forbidden, f"{folder}/ may import devtools/"
 
 
-@pytest.mark.parametrize("folder", sorted(FORBIDDEN))
-def test_folder_imports_follow_its_rule(folder: str) -> None:
-    assert _modules(folder)
-    for path in _modules(folder):
-        bad = sorted(name for name in _imports(path) for prefix in FORBIDDEN[folder]
-                     if name == prefix or name.startswith(prefix + "."))
-        assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
+def test_a_forbidden_import_fails_the_gate(tmp_path: Path) -> None:
+    """Keeps the gate honest: the same contracts on a copy of the package with one planted import fail."""
+    copy = tmp_path / "scripts"
+    shutil.copytree(PACKAGE, copy / "pudev", ignore=shutil.ignore_patterns("__pycache__"))
+    planted = copy / "pudev" / "engine" / "planted.py"
+    planted.write_text("from pudev.release import tags\n")
+    shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    result = subprocess.run([str(Path(sys.executable).parent / "lint-imports")], cwd=tmp_path, capture_output=True,
+                            text=True, check=False, env={**os.environ, "PYTHONPATH": str(copy)})
+    assert result.returncode != 0 and "pudev.engine is not allowed to import pudev.release" in result.stdout, \
+        result.stdout[-2000:]
 
 
 def test_planning_modules_never_reach_the_engine() -> None:
@@ -145,7 +133,7 @@ def test_only_the_engine_runs_docker() -> None:
 
 
 def test_the_layout_is_documented_where_a_newcomer_looks() -> None:
-    """The docs' layering table is rendered from FORBIDDEN above (tests/unit/test_docs_tables.py keeps it
+    """The docs' layering table is rendered from the contracts (tests/unit/test_docs_tables.py keeps it
     current); each folder is also described, in the package's docstring and the architecture page."""
     architecture = (REPO_ROOT / "docs" / "maintaining" / "architecture.md").read_text()
     docstring = (PACKAGE / "__init__.py").read_text()

@@ -1,5 +1,5 @@
 """The image build's step scripts (docker/steps), loaded as modules as the build runs them: beside one another,
-so one may import another (capture-written.py imports bytecode_cache.py)."""
+so one may import another."""
 
 from __future__ import annotations
 

@@ -23,14 +23,16 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFa
     unreachable = FakeRegistry()
     unreachable.down = True
     monkeypatch.setattr(digests, "registry_digest", unreachable.digest)
-    caches = (docker.docker_cli, docker._can_buildkit, images.inventory)  # per command in real use
+    caches = (docker.docker_cli, docker._can_buildkit)  # per command in real use
     for cache in caches:
         cache.cache_clear()
     docker.versions.clear()
+    images.forget_inventories()
     yield
     for cache in caches:
         cache.cache_clear()
     docker.versions.clear()
+    images.forget_inventories()
 
 
 @pytest.fixture

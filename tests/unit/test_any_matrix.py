@@ -44,7 +44,7 @@ def extended(tmp_path: Path) -> Path:
 def test_variants_and_matrix_take_a_further_variant(extended: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["variants", "--variants-file", str(extended)]) == 0
     assert "cu999" in capsys.readouterr().out
-    assert main(["matrix", "--json", "--variants-file", str(extended)]) == 0
+    assert main(["matrix", "--variants-file", str(extended)]) == 0
     include = json.loads(capsys.readouterr().out)["include"]
     assert [entry["torch"] for entry in include if entry["variant"] == "cu999"] == ["9.9.9"]
 

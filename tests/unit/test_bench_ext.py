@@ -1,8 +1,10 @@
-"""bench-ext: its sdist comes from the index's simple API by its pinned hash (here a local index), and a run's facts."""
+"""bench-ext (tools/bench_ext.py): its sdist comes from the index's simple API by its pinned hash (here a
+local index), and a run's facts."""
 
 from __future__ import annotations
 
 import ast
+import base64
 import hashlib
 import json
 import re
@@ -12,13 +14,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import bench_ext
 import pytest
+from bench_ext import SIMPLE_JSON, fetch_sdist
 
 from pudev.common.errors import PudevError
-from pudev.devtools.sdist import SIMPLE_JSON, fetch_sdist
 
 if TYPE_CHECKING:
-    from pudev.devtools.benchext import Run
+    from bench_ext import Run
 
 PAYLOAD = b"not really a tarball, but bytes with a hash"
 DIGEST = hashlib.sha256(PAYLOAD).hexdigest()
@@ -74,7 +77,7 @@ def test_a_wrong_pin_is_refused_with_the_reason(index: str, tmp_path: Path) -> N
 
 def test_a_bench_run_keeps_each_compiles_peak_and_its_largest() -> None:
     """bench-ext's per-compile peaks (PUDEV_COMPILE_LOG's lines) in GiB, and the largest beside the cgroup's."""
-    from pudev.devtools.benchext import _run
+    from bench_ext import _run
 
     data = {"rc": 0, "seconds": 50.0, "peak_bytes": 3 * 1024**3, "oom_kills": 0, "max_jobs": "1", "hits": 0,
             "misses": 2, "nvcc_compiles": 1, "jobs": [
@@ -89,14 +92,14 @@ def test_a_bench_run_keeps_each_compiles_peak_and_its_largest() -> None:
 
 
 def _threads_run(scenario: str, seconds: float, rc: int = 0) -> Run:
-    from pudev.devtools.benchext import _run
+    from bench_ext import _run
 
     return _run(scenario, {"rc": rc, "seconds": seconds, "peak_bytes": 0, "oom_kills": 0, "max_jobs": "", "hits": 0,
                            "misses": 0, "nvcc_compiles": 4, "jobs": []}, None)
 
 
 def test_the_threads_part_reports_both_cold_times_and_their_ratio() -> None:
-    from pudev.devtools.benchext import THREADS_DERIVED, THREADS_NINJA, threads_summary
+    from bench_ext import THREADS_DERIVED, THREADS_NINJA, threads_summary
 
     derived = _threads_run(THREADS_DERIVED, 210.0)
     assert threads_summary([derived]) is None  # halfway: no ratio yet
@@ -110,7 +113,7 @@ def test_the_threads_part_reports_both_cold_times_and_their_ratio() -> None:
 def test_the_synthetic_package_has_the_shape_of_issue_26() -> None:
     """Its own --threads 4 and four -gencode targets every toolkit here compiles (CUDA 13 has none below sm_75),
     and its large .cu listed last, so ninja compiles it last."""
-    from pudev.devtools.benchext import THREADS_SOURCE
+    from bench_ext import THREADS_SOURCE
 
     setup = (THREADS_SOURCE / "setup.py").read_text()
     targets = ast.literal_eval(setup.split("TARGETS = ", 1)[1].split("  #", 1)[0])
@@ -120,3 +123,10 @@ def test_the_synthetic_package_has_the_shape_of_issue_26() -> None:
     assert sources[-1] == "csrc/fused_ops.cu" and all((THREADS_SOURCE / source).is_file() for source in sources)
     assert max(sources, key=lambda source: (THREADS_SOURCE / source).stat().st_size) == sources[-1]
     assert "#include <torch/extension.h>" in (THREADS_SOURCE / sources[-1]).read_text()
+
+
+def test_an_index_login_travels_as_a_header_never_in_the_url() -> None:
+    request = bench_ext.index_request("https://user:s%40cret@index.example:8443/simple/pkg/", "application/json")
+    assert request.full_url == "https://index.example:8443/simple/pkg/"  # what an error may repeat
+    assert request.headers["Authorization"] == "Basic " + base64.b64encode(b"user:s@cret").decode()
+    assert "Authorization" not in bench_ext.index_request("https://index.example/simple/").headers

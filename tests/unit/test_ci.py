@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from pudev.building.cimatrix import RUNNERS, matrix_json, publish_json
+from pudev.building.matrix import RUNNERS, matrix_json, publish_json
 from pudev.config.loader import load_matrix
 from pudev.config.profiles import profile_names
 from pudev.paths import REPO_ROOT, VARIANTS_FILE
@@ -230,7 +230,7 @@ def test_provenance_sbom_attestation_and_signature_follow_promotion() -> None:
 
 def test_workflow_matrix_is_the_variant_file() -> None:
     jobs = _jobs()
-    assert "pudev matrix --json" in json.dumps(jobs["matrix"]["steps"])
+    assert "pudev matrix" in json.dumps(jobs["matrix"]["steps"])
     # build: one leg per variant and platform; publish: one per variant; gpu-test: build's amd64 legs.
     for name, output in (("build", "variants"), ("gpu-test", "gpu"), ("publish", "publish")):
         assert jobs[name]["strategy"]["matrix"] == f"${{{{ fromJSON(needs.matrix.outputs.{output}) }}}}", name
@@ -321,7 +321,7 @@ def test_cancelled_runs_stop_instead_of_always() -> None:
 
 
 def test_the_matrix_step_fails_when_pudev_fails(tmp_path: Path) -> None:
-    _, step = _step("matrix", "pudev matrix --json")
+    _, step = _step("matrix", "pudev matrix")
     pudev = tmp_path / ".venv/bin/pudev"
     pudev.parent.mkdir(parents=True)
     pudev.write_text("#!/bin/sh\necho 'pudev: error: the variant file is broken' >&2\nexit 3\n")
@@ -333,9 +333,9 @@ def test_the_matrix_step_fails_when_pudev_fails(tmp_path: Path) -> None:
     passed = _run_step(step["run"], tmp_path, {"FIRST_RUN_ARGS": "--profile local"})
     assert passed.returncode == 0, passed.stderr
     assert _outputs(tmp_path) == {
-        "variants": '{"include":[{"platform":"linux/amd64","args":"matrix --json --profile local"}]}',
-        "publish": '{"include":[{"platform":"linux/amd64","args":"matrix --json --publish --profile local"}]}',
-        "gpu": '{"include":[{"platform":"linux/amd64","args":"matrix --json --profile local"}]}',
+        "variants": '{"include":[{"platform":"linux/amd64","args":"matrix --profile local"}]}',
+        "publish": '{"include":[{"platform":"linux/amd64","args":"matrix --publish --profile local"}]}',
+        "gpu": '{"include":[{"platform":"linux/amd64","args":"matrix --profile local"}]}',
         "platform-args": ""}
 
 
@@ -455,7 +455,7 @@ def test_the_first_run_builds_one_small_image_under_its_own_name(capsys: pytest.
     from pudev.release.targets import parse_target
 
     args = shlex.split(_first_run_args())
-    assert main(["matrix", "--json", *args]) == 0
+    assert main(["matrix", *args]) == 0
     entries = json.loads(capsys.readouterr().out)["include"]
     # One variant, not the CUDA matrix, on both platforms (the first run proves the arm64 path too).
     assert len({entry["variant"] for entry in entries}) == 1
@@ -618,7 +618,7 @@ def test_each_platform_gets_its_own_sbom_on_its_released_digest(tmp_path: Path) 
 def _matrix_step(tmp_path: Path, *, private: str, arm64_runners: str = "",
                  first_run_args: str = "") -> dict[str, str]:
     """The matrix job's step as GitHub runs it, with the real pudev, for a public or private repository."""
-    _, step = _step("matrix", "pudev matrix --json")
+    _, step = _step("matrix", "pudev matrix")
     assert step["env"] == {"PRIVATE": "${{ github.event.repository.private }}",
                            "ARM64_RUNNERS": "${{ vars.ARM64_RUNNERS }}"}
     pudev = tmp_path / ".venv/bin/pudev"
@@ -647,10 +647,10 @@ def test_a_public_repository_builds_and_publishes_arm64(tmp_path: Path, capsys: 
     assert outputs["platform-args"] == ""
     assert (tmp_path / "github_step_summary").read_text() == ""
     assert "::warning" not in (tmp_path / "stdout").read_text()
-    # Exactly what `pudev matrix --json` (and `--publish`) print: the matrices are never written by hand.
-    assert main(["matrix", "--json"]) == 0
+    # Exactly what `pudev matrix` (and `--publish`) print: the matrices are never written by hand.
+    assert main(["matrix"]) == 0
     assert outputs["variants"] == capsys.readouterr().out.strip()
-    assert main(["matrix", "--json", "--publish"]) == 0
+    assert main(["matrix", "--publish"]) == 0
     assert outputs["publish"] == capsys.readouterr().out.strip()
 
 

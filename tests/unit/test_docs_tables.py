@@ -1,15 +1,13 @@
-"""The docs' generated tables (pudev/devtools/docs_tables.py): each marked block in README.md and docs/ is
-what its generator renders from the matrix, benchmarks/ or the layout rules, and the refresh touches only
-the blocks."""
+"""The docs' generated tables (tools/docs_tables.py): each marked block in README.md and docs/ is what its
+generator renders from the matrix, benchmarks/ or the import contracts, and the refresh touches only the
+blocks."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-from pudev.common.generated import block, markers
-from pudev.devtools.docs_tables import (
+from docs_tables import (
     GENERATORS,
     HAND_WRITTEN,
     REFRESH,
@@ -19,6 +17,8 @@ from pudev.devtools.docs_tables import (
     refresh,
     rendered,
 )
+
+from pudev.common.generated import block, markers
 from pudev.paths import REPO_ROOT
 
 
@@ -63,21 +63,27 @@ def test_the_layering_table_follows_the_rules() -> None:
     ]
 
 
-def test_the_build_table_shows_every_sample_behind_a_median(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pudev.devtools import docs_tables
+def test_the_build_table_shows_every_sample_behind_a_median_and_what_users_pull_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import docs_tables
 
     def run(cold_samples: list[float]) -> dict[str, object]:
         cold = {"scenario": "cold", "seconds": sorted(cold_samples)[1], "ratio": 0.5, "rebuilt": [],
-                "samples": cold_samples}
-        naive = {"scenario": "naive", "seconds": 80.0, "ratio": 1.0, "rebuilt": []}  # before samples were kept
-        pin = {"scenario": "pin-change-language", "seconds": 6.0, "ratio": 0.15, "rebuilt": [], "probe": "jedi",
-               "samples": [6.4, 5.9, 6.0], "releases": ["0.20.0", "0.19.2", "0.19.1"]}
-        return {"measured_at": "2026-12-04T04:00:00+0000", "scenarios": [naive, cold, pin], "targets": {"cold": 0.5},
-                "sizes": {"image": "pudev-local/pytorch-universal-dev:cuX"}}
+                "probe": "", "download_bytes": 510_000_000, "samples": cold_samples}
+        naive = {"scenario": "naive", "seconds": 80.0, "ratio": 1.0, "rebuilt": [], "probe": "",
+                 "download_bytes": 0, "samples": [80.0]}
+        pin = {"scenario": "pin-the-rest", "seconds": 6.0, "ratio": 0.15, "rebuilt": [], "probe": "tqdm 4.66.0",
+               "download_bytes": 42_000_000, "samples": [6.4, 5.9, 6.0]}
+        return {"measured_at": "2026-12-05T04:00:00+0000", "image": "pudev-local/pytorch-universal-dev:cuX",
+                "scenarios": [naive, cold, pin], "targets": {"cold": 0.8},
+                "download_targets_mb": {"pin-the-rest": 80.0}, "own_layers_bytes": [300_000_000, 200_000_000],
+                "own_layers_target_mb": 520.0}
 
     monkeypatch.setattr(docs_tables, "_build_runs",
                         lambda: {profile: run([45.6, 32.0, 40.1]) for profile in docs_tables.BUILD_PROFILES})
     table = docs_tables.build_speed()
-    assert "40.1 s, 50.0% (median of 32.0, 40.1, 45.6 s)" in table
-    assert "| 80.0 s |" in table  # one sample: no median to explain
-    assert "6.0 s, 15.0% (median of 5.9 s at 0.19.2, 6.0 s at 0.19.1, 6.4 s at 0.20.0)" in table
+    assert "40.1 s, 50.0% (median of 32.0, 40.1, 45.6 s); 510 MB pulled again" in table
+    assert "| 80.0 s |" in table  # one sample: no median to explain, nothing pulled
+    assert "a pin changed in the rest of the packages (tqdm)" in table and "42 MB pulled again" in table
+    assert "<= 80 MB pulled" in table and "<= 80%" in table
+    assert "| the image's own layers, compressed | 500 MB |" in docs_tables.build_sizes()

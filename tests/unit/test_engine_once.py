@@ -17,7 +17,7 @@ from matrices import WriteMatrix
 from pudev.engine import docker, images
 from pudev.release.tags import read_facts
 from pudev.reports.manifest import read_manifest
-from pudev.reports.sbom_io import write_sbom
+from pudev.reports.sbom import write_sbom
 
 INVENTORY = {"torch": "2.9.0+cu130", "cuda": "13.0", "cudnn": 91000, "python": "3.12.4", "nvcc": {},
              "pip": [{"name": "torch", "version": "2.9.0+cu130"}], "conda": None,
@@ -30,6 +30,7 @@ case "$*" in
   "image inspect "*) echo '[{{"Id": "sha256:1111", "Size": 1, "RepoDigests": [], "Config": {{"Labels": {{}}}}}}]' ;;
   "history "*) echo '{{"Size": "1", "CreatedBy": "RUN x"}}' ;;
   "run --rm --entrypoint pudev "*" inventory") echo '{inventory}' ;;
+  "run --rm --entrypoint pudev "*" inventory --files") echo '{inventory_files}' ;;
   *) echo "unexpected: docker $*" >&2; exit 99 ;;
 esac
 """
@@ -40,7 +41,8 @@ def calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     log = tmp_path / "calls.log"
     log.touch()
     fake = tmp_path / "docker"
-    fake.write_text(FAKE.format(log=log, inventory=json.dumps(INVENTORY)))
+    fake.write_text(FAKE.format(log=log, inventory=json.dumps(INVENTORY),
+                                inventory_files=json.dumps({**INVENTORY, "files": {}})))
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PUDEV_DOCKER", str(fake))
     return log
@@ -72,17 +74,20 @@ def test_each_later_check_for_the_engine_asks_it_again(calls: Path) -> None:
 
 def test_the_inventory_is_read_by_one_container_for_every_reader(calls: Path) -> None:
     image = "example/dev-image:cu130"
+    manifest = read_manifest(image)  # it asks for the file census too, which serves the others
     facts = read_facts(image)
-    manifest = read_manifest(image)
     sbom = json.loads(write_sbom(image))
     runs = [line for line in calls.read_text().splitlines() if line.startswith("run ")]
-    assert runs == [f"run --rm --entrypoint pudev {image} inventory"]
+    assert runs == [f"run --rm --entrypoint pudev {image} inventory --files"]
     assert (facts.torch, facts.cuda, facts.python) == ("2.9.0", "13.0", "3.12")
     assert manifest["pip"] == INVENTORY["pip"] and manifest["torch"] == INVENTORY["torch"]
     assert sbom["components"], "the SBOM was built from the same inventory"
-    images.inventory.cache_clear()
+    images.forget_inventories()
     read_facts(image)
     assert sum(line.startswith("run ") for line in calls.read_text().splitlines()) == 2, "a new command reads anew"
+    read_manifest(image)  # a read without the census cannot serve the manifest
+    runs = [line for line in calls.read_text().splitlines() if line.startswith("run ")]
+    assert runs[-1] == f"run --rm --entrypoint pudev {image} inventory --files" and len(runs) == 3
 
 
 def test_a_build_inspects_its_input_images_once_and_together(monkeypatch: pytest.MonkeyPatch,

@@ -2,8 +2,8 @@
 
 Every OS package and every Python requirement carries a comment, as docker-stacks writes
 them, so a package nobody can explain is visible in review. The build-time slice of pudev
-(docker/Dockerfile's build-lib stage) holds exactly what the mirror steps import: an edit
-anywhere else in pudev must not reach the uv, OS package and Python package layers."""
+(docker/Dockerfile's build-lib stage) holds exactly what the mirror steps and the package steps
+import: an edit anywhere else in pudev must not reach the OS package and Python package layers."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_every_python_requirement_says_why_it_is_there() -> None:
 def _copied_into(stage_name: str) -> set[str]:
     """The module paths (scripts/...) a FROM scratch stage of the Dockerfile copies."""
     stage = DOCKERFILE.read_text().split(f"AS {stage_name}\n", 1)[1].split("\nFROM ", 1)[0]
-    return {line.split()[1] for line in stage.splitlines() if line.startswith("COPY ")}
+    return {source for line in stage.splitlines() if line.startswith("COPY ") for source in line.split()[1:-1]}
 
 
 def _module_file(module: str) -> Path:
@@ -64,22 +64,12 @@ def _pudev_imports(path: Path) -> set[str]:
 
 
 def test_the_build_steps_get_exactly_the_pudev_they_import() -> None:
+    """The mirror code and the lock-file parser (the package steps cut and read the lock with it), and what
+    those import: an edit anywhere else in pudev leaves the OS package and Python package steps cached."""
     copied = _copied_into("build-lib")
     mirror = [path for path in (PACKAGE / "pudev" / "mirror").rglob("*.py")]
     assert "scripts/pudev/mirror" in copied
     needed = {module for path in mirror for module in _pudev_imports(path) if not module.startswith("pudev.mirror")}
+    needed |= {"pudev.common.lock_file", *_pudev_imports(_module_file("pudev.common.lock_file"))}
     files = {"scripts/" + module.replace(".", "/") + ".py" for module in needed}
     assert files == copied - {"scripts/pudev/mirror"}, (files, copied)
-
-
-def test_the_record_step_gets_exactly_the_pudev_it_imports() -> None:
-    """The record step (docker/Dockerfile's record-lib stage) runs pudev.image.record before the tools are
-    copied, so that a tool edit leaves it cached: it gets that module and what it imports, transitively."""
-    needed, pending = set(), ["pudev.image.record"]
-    while pending:
-        module = pending.pop()
-        if module not in needed:
-            needed.add(module)
-            pending += sorted(_pudev_imports(_module_file(module)))
-    files = {str(_module_file(module).relative_to(PACKAGE.parent)) for module in needed}
-    assert files == _copied_into("record-lib")

@@ -87,21 +87,6 @@ def test_a_lock_that_cannot_be_built_is_refused_before_planning(repo_copy: Path,
     assert line.endswith(expected)
 
 
-def test_a_kept_layered_lock_that_cannot_be_built_is_refused_before_planning(repo_copy: Path) -> None:
-    (variant,) = resolve(Selection(profile="local")).variants
-    lock = repo_copy / "requirements/lock" / f"{variant.lock}.txt"
-    layered = repo_copy / "requirements/lock/layered" / f"{variant.lock}.txt"
-    layered.write_text("\n".join(line for line in lock.read_text().splitlines() if "--hash" not in line))
-    result = _plan(repo_copy)
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.strip() == (
-        f"pudev: error: {layered} (the lock the package layers were cut from, from `pudev lock --keep-layers`, "
-        f"for variant {variant.name}): has no --hash pins, so the build could not check what it downloads; delete "
-        "it, or run `pudev lock --profile local` without --keep-layers, to cut the layers from the lock")
-    layered.write_text(lock.read_text())
-    assert _plan(repo_copy).returncode == 0
-
-
 def test_a_broken_stand_in_file_is_one_line_from_the_command_line(repo_copy: Path) -> None:
     (repo_copy / "docker/standins/standins.toml").write_bytes(b"\xff\xfe")
     result = _plan(repo_copy)

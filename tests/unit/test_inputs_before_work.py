@@ -99,7 +99,7 @@ def test_push_of_an_image_without_release_labels_says_rebuild_it(capsys: pytest.
 def test_push_takes_the_repository_name_from_the_image(capsys: pytest.CaptureFixture[str], engine: Engine,
                                                        matrix_file: WriteMatrix, monkeypatch: pytest.MonkeyPatch
                                                        ) -> None:
-    from pudev.release import candidates
+    from pudev.release import push as candidates
 
     pushed: list[tuple[str, str, str]] = []
 

@@ -151,7 +151,7 @@ def test_unusable_variant_files(tmp_path: Path, content: bytes | str | None, exp
     assert message.endswith("pass the matrix file (docker/variants.toml) to --variants-file")
 
 
-@pytest.mark.parametrize(("argv", "builds"), [(["variants"], 1), (["matrix", "--json"], 1),
+@pytest.mark.parametrize(("argv", "builds"), [(["variants"], 1), (["matrix"], 1),
                                                (["plan", "cu129", "--set", "mirror=tuna", "--no-ca-bundle"], 2)])
 @pytest.mark.usefixtures("lock_folder")
 def test_a_command_builds_the_matrix_once_as_declared(monkeypatch: pytest.MonkeyPatch, matrix_file: WriteMatrix,

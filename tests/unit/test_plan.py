@@ -70,14 +70,15 @@ def test_every_dockerfile_arg_is_planned_and_nothing_else() -> None:
 
 
 def test_the_record_step_reads_the_record_alone_and_nothing_earlier_reads_it() -> None:
-    """The record step re-lists no build argument, and IMAGE_RECORD (it holds the commit) is declared
-    right before it: a new commit or digest invalidates that step alone, never an earlier layer."""
+    """IMAGE_RECORD (it holds the commit) is declared right before the record step, after every package step:
+    a new commit or digest invalidates that step and the tools after it, never an earlier layer."""
     instructions = dockerfile_instructions(DOCKERFILE)
     declared = instructions.index(f"ARG {RECORD_ARG}")
     runs = [item for item in instructions[declared:] if item.startswith("RUN ")]
-    assert len(runs) == 1 and "pudev.image.record write" in runs[0]
-    assert set(re.findall(r"\$\{(\w+)\}", runs[0])) == {RECORD_ARG, "PUDEV_USER"}  # PUDEV_USER: an ENV
+    assert "write-record.sh" in runs[0] and set(re.findall(r"\$\{(\w+)\}", runs[0])) == {RECORD_ARG}
+    assert all("compileall" in item for item in runs[1:])  # the tools' bytecode: the one RUN after it
     assert not any(RECORD_ARG in item for item in instructions[:declared])
+    assert any("install-packages.sh" in item for item in instructions[:declared])
 
 
 def test_ca_bundle_is_a_secret_never_a_build_arg(tmp_path: Path, matrix_file: WriteMatrix) -> None:

@@ -14,11 +14,11 @@ from memory_registry import RELEASE, MemoryRegistry, digest_of
 
 from pudev.common.errors import PudevError
 from pudev.common.halves import SUITE_HALVES
-from pudev.release import candidate_testing
-from pudev.release.candidate_testing import platform_child
-from pudev.release.platform_index import OCI_INDEX, promote_index
+from pudev.registry.oci import OCI_INDEX
+from pudev.release import test as release_test
+from pudev.release.promote import promote_index
 from pudev.release.targets import DigestRef
-from pudev.testing.recorded_results import SuiteResult
+from pudev.release.test import SuiteResult, platform_child
 
 AMD64, ARM64 = "linux/amd64", "linux/arm64"
 PLATFORMS = (AMD64, ARM64)
@@ -220,10 +220,10 @@ def test_testing_an_index_picks_the_named_or_this_hosts_platform(registry: Memor
     amd64, arm64 = passed(push(registry, AMD64)), passed(push(registry, ARM64))
     index, _ = _promote(registry, amd64, arm64)
     assert platform_child(registry, index, ARM64) == DigestRef(RELEASE, arm64.ref.digest)
-    monkeypatch.setattr(candidate_testing, "native_platform", lambda: AMD64)
+    monkeypatch.setattr(release_test, "native_platform", lambda: AMD64)
     assert platform_child(registry, index, "") == DigestRef(RELEASE, amd64.ref.digest)
     assert platform_child(registry, amd64.ref, ARM64) == amd64.ref  # a single image is tested as it is
-    monkeypatch.setattr(candidate_testing, "native_platform", lambda: "linux/riscv64")
+    monkeypatch.setattr(release_test, "native_platform", lambda: "linux/riscv64")
     with pytest.raises(PudevError) as caught:
         platform_child(registry, index, "")
     message = str(caught.value)

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from matrices import WriteMatrix
 
-from pudev.building.cimatrix import _variant_fields as _ci_columns
 from pudev.building.input_images import ImageIdentity, input_images
 from pudev.building.labels import SourceInfo, build_labels
+from pudev.building.matrix import _variant_fields as _ci_columns
 from pudev.building.plan import BuildPlan, build_args
 from pudev.building.record import RECORD_ARG
 from pudev.common.errors import PudevError

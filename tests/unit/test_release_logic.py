@@ -11,12 +11,12 @@ import pytest
 from pudev.common.errors import PudevError
 from pudev.common.halves import SUITE_HALVES
 from pudev.release.artifacts import fallback_tag
-from pudev.release.candidates import candidate_tag
 from pudev.release.promote import passing_results
+from pudev.release.push import candidate_tag
 from pudev.release.targets import DigestRef, Target, is_image_reference, parse_digest_ref, parse_target
+from pudev.release.test import SuiteResult
 from pudev.reports.manifest_diff import diff_manifests
 from pudev.reports.sbom import build_sbom, component_versions
-from pudev.testing.recorded_results import SuiteResult
 from pudev.testing.suite_run import KEPT_CCACHE, KEPT_CCACHE_MOUNT, SuiteOutcome, container_options, scope_counts, tally
 
 DIGEST = "sha256:" + "ab" * 32
@@ -137,11 +137,42 @@ def test_manifest_diff_names_every_kind_of_change() -> None:
     assert "  ~ base x@sha256:1 -> x@sha256:2" in text and "  ~ revision r1 -> r2" in text
     assert "  ~ numpy 2.3.0 -> 2.4.0" in text and "  + scipy 1.17" in text and "  - tqdm 4" in text
     assert "dpkg packages:" not in text
-    assert "no package changed" in diff_manifests(before, before)
+    assert "no package or file changed" in diff_manifests(before, before)
 
 
-def test_the_platform_proof_is_proven_by_its_own_run_or_by_a_cpu_half() -> None:
-    with pytest.raises(PudevError, match=r"has no platform test result.*--platform-proof` first"):
+def test_manifest_diff_names_the_file_groups_that_differ(tmp_path: Path) -> None:
+    """The census is what `pudev inventory` counts in the image: here over a folder standing in for its root."""
+    from pudev.image.inventory import census_group, file_census
+
+    site = tmp_path / "usr/lib/python3/site-packages"
+    (site / "tqdm").mkdir(parents=True)
+    (site / "tqdm/std.py").write_text("x = 1\n")
+    (tmp_path / "etc/pudev").mkdir(parents=True)
+    (tmp_path / "etc/pudev/image.json").write_text("{}")
+    (tmp_path / "etc/hosts").write_text("10.0.0.2 one-container\n")  # the engine's, per container: never counted
+    for version in ("12.6", "12.9"):
+        (tmp_path / f"usr/local/cuda-{version}").mkdir(parents=True)
+    (tmp_path / "usr/local/cuda").symlink_to("cuda-12.6")  # a link to a folder counts as the link
+    root = str(tmp_path)
+    before = {"image": "a", "files": file_census(root)}
+    (tmp_path / "etc/hosts").write_text("10.0.0.123 another-container\n")
+    (tmp_path / "usr/local/cuda").unlink()
+    (tmp_path / "usr/local/cuda").symlink_to("cuda-12.9")
+    assert census_group("/usr/lib/python3/site-packages/tqdm/std.py") == "/usr/lib/python3/site-packages/tqdm"
+    (site / "tqdm/std.py").write_text("x = 22\n")  # the same name, another size
+    (site / "numpy").mkdir()
+    (site / "numpy/core.py").write_text("")
+    after = {"image": "b", "files": file_census(root)}
+    text = diff_manifests(before, after)
+    package = "/usr/lib/python3/site-packages"  # a Python package is one group
+    assert f"  ~ {package}/tqdm: +0 files, +1 bytes" in text and f"  + {package}/numpy (1 files, 0 bytes)" in text
+    assert "etc/pudev" not in text and "/etc:" not in text  # unchanged groups are not listed
+    assert "  ~ /usr/local: +0 files, +0 bytes" in text  # the link moved to the other toolkit
+    assert "no package or file changed" in diff_manifests(before, before)
+
+
+def test_the_platform_scope_is_proven_by_its_own_run_or_by_a_cpu_half() -> None:
+    with pytest.raises(PudevError, match=r"has no platform test result.*--platform-only` first"):
         passing_results(CANDIDATE, [_result("gpu", True)], ("platform",), "cu130")
     assert passing_results(CANDIDATE, [_result("platform", True)], ("platform",), "cu130").half == "platform"
     assert passing_results(CANDIDATE, [_result("cpu", True)], ("platform",), "cu130").half == "cpu"
@@ -150,12 +181,12 @@ def test_the_platform_proof_is_proven_by_its_own_run_or_by_a_cpu_half() -> None:
                               _result("cpu", False, when="2026-11-30T11:00:00Z")]
     with pytest.raises(PudevError, match="failed its cpu test"):
         passing_results(CANDIDATE, proof_then_failed_half, ("platform",), "cu130")
-    # A platform proof is not a CPU half.
+    # A platform scope is not a CPU half.
     with pytest.raises(PudevError, match="has no cpu test result"):
         passing_results(CANDIDATE, [_result("platform", True)], ("cpu",), "cu130")
 
 
-def test_a_platform_proof_run_counts_as_the_proof_and_never_as_the_cpu_half() -> None:
+def test_a_platform_scope_run_counts_as_the_proof_and_never_as_the_cpu_half() -> None:
     counts = {"cpu": {"passed": 30, "failed": 0, "skipped": 0}, "gpu": {"passed": 0, "failed": 0, "skipped": 0}}
     assert scope_counts("platform", counts) == {"platform": counts["cpu"]}
     assert scope_counts("all", counts) == counts and scope_counts("cpu", counts) == counts

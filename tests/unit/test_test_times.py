@@ -1,12 +1,14 @@
-"""The test-time report (pudev/devtools/testtimes.py) and its committed copy: the docs' table is rendered
+"""The test-time report (tools/times_report.py) and its committed copy: the docs' table is rendered
 from benchmarks/test-times.json, and the report says where the suite stands against the proof's budget."""
 
 from __future__ import annotations
 
 import json
 
-from pudev.common.generated import block
-from pudev.devtools.testtimes import BUDGET_S, MARKERS, PAGE, REPORT, SLOWEST, TestTime, markdown, summarize, with_times
+from docs_tables import REPORT
+from docs_tables import test_times_markdown as markdown
+from times_report import BUDGET_S, SLOWEST, TestTime, summarize
+
 from pudev.paths import REPO_ROOT
 
 COMMITTED = REPO_ROOT / REPORT
@@ -46,14 +48,3 @@ def test_the_committed_report_is_a_full_run_inside_the_budget() -> None:
     assert sum(report["outcomes"].values()) == report["tests"] > 400 and len(report["slowest"]) == SLOWEST
     assert {row["file"].split("/")[1] for row in report["files"]} >= {"lint", "unit", "e2e"}
     assert report["total_s"] <= report["budget_s"], "the committed run is over the proof's budget"
-
-
-def test_the_docs_table_is_rendered_from_the_committed_report() -> None:
-    page = (REPO_ROOT / PAGE).read_text()
-    current = block(page, MARKERS)
-    assert current is not None, f"{PAGE} lost its <!-- test-times:start/end --> markers"
-    report = json.loads(COMMITTED.read_text())
-    assert current == markdown(report), (f"{PAGE}'s test-time table is stale: copy a warm `make test`'s "
-                                         "reports/test-times.json to benchmarks/, then re-render it "
-                                         "(python -m pudev.devtools.docs_tables)")
-    assert with_times(page, report) == page

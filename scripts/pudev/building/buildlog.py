@@ -9,6 +9,7 @@ from dataclasses import dataclass
 _HEADER = re.compile(r"^#(?P<id>\d+) \[(?P<stage>[\w.-]+)\s+(?P<step>\d+/\d+)\] (?P<instruction>.*)$")
 _OUTPUT = re.compile(r"^#(?P<id>\d+) (?:\d+\.\d+ )?(?P<text>.*)$")
 _ERROR = re.compile(r"^#(?P<id>\d+) ERROR: (?P<text>.*)$")
+_MOUNT = re.compile(r"--mount=\S+\s*")
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,9 @@ class BuildFailure:
     log_tail: list[str]
 
     def summary(self) -> str:
-        instruction = self.instruction if len(self.instruction) <= 90 else self.instruction[:87] + "..."
+        # The command, not the mounts before it: `RUN sh /tmp/steps/install-packages.sh ... the-rest`.
+        instruction = " ".join(_MOUNT.sub("", self.instruction).split())
+        instruction = instruction if len(instruction) <= 90 else instruction[:87] + "..."
         return f"failed in stage '{self.stage}' (step {self.step}: {instruction})"
 
 

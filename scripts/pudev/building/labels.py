@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from pudev.common.variant import PUDEV_LABELS, as_text, travelling_values
 from pudev.config.model import Variant
@@ -48,6 +51,23 @@ def context_paths() -> list[str]:
     lines = dockerignore.read_text(encoding="utf-8").splitlines() if dockerignore.is_file() else []
     paths = [line.strip()[1:] for line in lines if line.strip().startswith("!")]
     return paths or ["."]  # no allowlist: the whole checkout is the context
+
+
+def copy_paths(relatives: Iterable[str], source: Path, target: Path) -> None:
+    """Files and folders under `source` copied to the same places under `target` (no __pycache__)."""
+    for relative in relatives:
+        if (source / relative).is_dir():
+            shutil.copytree(source / relative, target / relative, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / relative, target / relative)
+
+
+def copy_context(target: Path) -> Path:
+    """The build context (.dockerignore and what it allows) copied to `target`, to build an edited copy
+    (PUDEV_ROOT=target) without touching the checkout; `target`."""
+    copy_paths([*context_paths(), ".dockerignore"], REPO_ROOT, target)
+    return target
 
 
 def source_info() -> SourceInfo:

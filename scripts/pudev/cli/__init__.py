@@ -21,7 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1:]
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help, or a usage error argparse has printed as one line
+        return int(stop.code or 0)
     try:
         request = request_from(args, extra)
         return int(args.handler(request))

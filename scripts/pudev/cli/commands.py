@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 from pudev.building.plan import BuildPlan, local_tag
 from pudev.cli.arguments import output_file
-from pudev.cli.parser import RETIRED_PROMOTE_FLAGS, retired_dest
 from pudev.cli.request import Request
 from pudev.common.errors import PudevError
-from pudev.common.halves import PLATFORM_PROOF
+from pudev.common.halves import PLATFORM_SCOPE
 from pudev.config.model import Variant
+from pudev.config.schema import require_platform
 from pudev.config.selection import Selected, resolve
 
 if TYPE_CHECKING:
@@ -66,8 +66,8 @@ def _build_command(request: Request, variant: Variant) -> str:
 
 
 def _half(request: Request) -> str:
-    if request.options.platform_proof:
-        return PLATFORM_PROOF
+    if request.options.platform_only:
+        return PLATFORM_SCOPE
     return "cpu" if request.options.cpu_only else "gpu" if request.options.gpu_only else "all"
 
 
@@ -81,8 +81,8 @@ def _local_builds(request: Request) -> list[LocalBuild]:
 
 def cmd_test(request: Request) -> int:
     """Local builds by variant (or profile), or pushed candidates by digest."""
-    from pudev.release.candidate_testing import run_candidate_tests
     from pudev.release.targets import is_image_reference
+    from pudev.release.test import run_candidate_tests
     from pudev.testing.suite_run import run_local_builds
 
     options, names = request.options, request.selection.names
@@ -95,11 +95,29 @@ def cmd_test(request: Request) -> int:
     if refs and len(refs) != len(names):
         raise PudevError("pudev test takes variant names or image references by digest, not both")
     if refs:
+        require_platform(request.selection.platform)
         return run_candidate_tests(refs, half=_half(request), timeout=options.timeout, junit=junit,
                                    pytest_args=list(request.pytest_args), reuse_local_pass=reuse,
                                    platform=request.selection.platform)
     return run_local_builds(_local_builds(request), half=_half(request), timeout=options.timeout, junit=junit,
                             pytest_args=list(request.pytest_args))
+
+
+def cmd_jupyter(request: Request) -> int:
+    from pudev.engine.jupyter import run_jupyter
+
+    options = request.options
+    if options.image and (request.selection.names or request.selection.profile):
+        raise PudevError("pudev jupyter takes a variant, a --profile or an --image, not several")
+    if options.image:
+        image, hint = options.image, "pull it first (docker pull IMAGE), or build one (make build-local)"
+    else:
+        variants = resolve(request.selection).variants
+        if len(variants) != 1:
+            raise PudevError("pudev jupyter runs one image: name one variant, a --profile, or an --image")
+        image, hint = local_tag(variants[0]), f"build it first: {_build_command(request, variants[0])}"
+    run_jupyter(image, port=options.port, workspace=Path(options.workspace), build_hint=hint)
+    return 0  # not reached: the engine's client replaced this process
 
 
 def _tags(selected: Selected) -> list[tuple[str, list[str]]]:
@@ -140,7 +158,7 @@ def cmd_manifest(request: Request) -> int:
 
 
 def cmd_push(request: Request) -> int:
-    from pudev.release.candidates import push_local_builds
+    from pudev.release.push import push_local_builds
 
     ref_file = output_file(request.options.ref_file, "--ref-file") if request.options.ref_file else None
     push_local_builds(_local_builds(request), registry=request.options.registry, ref_file=ref_file)
@@ -148,31 +166,10 @@ def cmd_push(request: Request) -> int:
 
 
 def cmd_promote(request: Request) -> int:
-    from pudev.release.promotion import promote_candidates
+    from pudev.release.promote import promote_candidates
 
-    for flag in RETIRED_PROMOTE_FLAGS:
-        if getattr(request.options, retired_dest(flag)):
-            raise PudevError(f"pudev promote {flag}: promote reads no variant file and takes no selection; the "
-                             "required tests and `latest` come from each candidate's own labels, set when it was "
-                             f"built: pass {flag} to `pudev build` (and push, test) instead, and drop it here")
     release, tags = promote_candidates(request.selection.names)
     print(f"promoted {release}: {', '.join(tags)}")
-    return 0
-
-
-def cmd_zstd(request: Request) -> int:
-    from pudev.release.zstd_variant import publish_zstd_tags
-
-    options = request.options
-    for flag, level in (("--level", options.level), ("--base-level", options.base_level)):
-        if not 1 <= level <= 19:
-            raise PudevError(f"pudev zstd {flag} {level}: give a zstd level from 1 to 19")
-    converted = publish_zstd_tags(request.selection.names, level=options.level, base_level=options.base_level)
-    print(f"published {converted.digest} as {', '.join(converted.tags)} ({converted.layers_converted} layers "
-          f"converted, {converted.layers_reused} reused from an earlier zstd copy)")
-    gzip, zstd = converted.own_bytes
-    if gzip:
-        print(f"the image's own layers: {gzip / 1e6:.0f} MB as gzip, {zstd / 1e6:.0f} MB as zstd")
     return 0
 
 
@@ -180,7 +177,7 @@ def cmd_sbom(request: Request) -> int:
     # Orchestrated here, not in release/: the SBOM is reports/' (which release/ may not import).
     from pudev.engine import docker
     from pudev.release.targets import parse_digest_ref
-    from pudev.reports.sbom_io import fetch_sbom, push_sbom, registry_target, write_sbom
+    from pudev.reports.sbom import fetch_sbom, push_sbom, registry_target, write_sbom
 
     options = request.options
     if len(request.selection.names) != 1:
@@ -219,7 +216,7 @@ def cmd_pin(request: Request) -> int:
 
 
 def cmd_matrix(request: Request) -> int:
-    from pudev.building.cimatrix import matrix_json, publish_json
+    from pudev.building.matrix import matrix_json, publish_json
 
     selected = resolve(request.selection, require_names=False)
     # The whole matrix, or with --profile only the profile's variant (the workflow's cheap first run).
@@ -244,40 +241,6 @@ def cmd_bake(request: Request) -> int:
     return 0
 
 
-def cmd_bench_build(request: Request) -> int:
-    import dataclasses
-
-    from pudev.devtools.benchbuild import bench_build
-
-    selection = request.selection
-    if not selection.profile and not selection.names:
-        selection = dataclasses.replace(selection, profile="local")
-    (variant,) = resolve(selection).variants
-    compare = Path(request.options.compare) if request.options.compare else None
-    print(bench_build(Path(request.options.out), variant, selection.profile, compare))
-    print(f"wrote {request.options.out}")
-    return 0
-
-
-def cmd_bench_ext(request: Request) -> int:
-    import dataclasses
-
-    from pudev.devtools.benchext import bench_ext
-    from pudev.engine import docker
-
-    selection = request.selection
-    if not selection.profile and not selection.names:
-        selection = dataclasses.replace(selection, profile="local")
-    (variant,) = resolve(selection).variants
-    image = local_tag(variant)
-    if docker.image_id(image) is None:
-        raise PudevError(f"no image {image} here: build it first (pudev build --profile {selection.profile})")
-    parts = request.options.part or ["speed", "memory", "threads"]
-    print(bench_ext(Path(request.options.out), image, selection.profile or variant.name, parts))
-    print(f"wrote {request.options.out}")
-    return 0
-
-
 def cmd_clean(request: Request) -> int:
     from pudev.engine import docker
 
@@ -292,6 +255,7 @@ def cmd_standins(request: Request) -> int:
     from pudev.building.cabundle import resolve_ca_bundle
     from pudev.devtools.standins import build_standins
 
+    require_platform(request.options.platform)  # a typo would otherwise build nothing, silently
     ca_bundle = resolve_ca_bundle(request.build.ca_bundle, disabled=request.build.no_ca_bundle)
     for line in build_standins(ca_bundle, platform=request.options.platform):
         print(line)
@@ -306,9 +270,7 @@ def cmd_profiles(request: Request) -> int:
 
 
 def cmd_lock(request: Request) -> int:
-    from pudev.devtools.docs_tables import refresh as refresh_generated_docs
-    from pudev.devtools.lock_resolver import write_locks
-    from pudev.paths import REPO_ROOT
+    from pudev.devtools.lock import write_locks
 
     selected = resolve(request.selection, require_names=False)
     chosen = list(selected.variants) or selected.matrix.every_build()
@@ -316,13 +278,8 @@ def cmd_lock(request: Request) -> int:
     names = {variant.lock for variant in chosen}
     sharing = [variant for variant in selected.matrix.every_build() if variant.lock in names]
     sharing += [variant for variant in chosen if variant not in sharing]  # a profile's own build
-    for path in write_locks(sharing, without_base=request.options.without_base,
-                            layers_kept=request.options.keep_layers):
+    for path in write_locks(sharing, without_base=request.options.without_base):
         print(f"wrote {path}")
-    # The variant tables (README, docs) are derived from the matrix too: refreshed with the locks.
-    if not request.selection.profile:
-        for path in refresh_generated_docs():
-            print(f"updated the generated tables in {path.relative_to(REPO_ROOT)}")
     return 0
 
 
@@ -358,10 +315,10 @@ def cmd_changelog(request: Request) -> int:
 
 
 HANDLERS = {
-    "variants": cmd_variants, "plan": cmd_plan, "build": cmd_build, "test": cmd_test, "tags": cmd_tags,
+    "variants": cmd_variants, "plan": cmd_plan, "build": cmd_build, "test": cmd_test, "jupyter": cmd_jupyter,
+    "tags": cmd_tags,
     "manifest": cmd_manifest, "push": cmd_push, "promote": cmd_promote, "sbom": cmd_sbom, "pin": cmd_pin,
     "matrix": cmd_matrix, "bake": cmd_bake,
-    "bench-build": cmd_bench_build, "bench-ext": cmd_bench_ext, "zstd": cmd_zstd,
     "clean": cmd_clean, "standins": cmd_standins, "profiles": cmd_profiles,
     "lock": cmd_lock, "new-torch": cmd_new_torch, "changelog": cmd_changelog,
 }

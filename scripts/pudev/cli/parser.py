@@ -4,10 +4,9 @@ variant-selection and build options."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
-
-from pudev.config.schema import PLATFORMS
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from pudev.cli.request import Request
@@ -15,12 +14,13 @@ if TYPE_CHECKING:
 Handler = Callable[["Request"], int]
 
 
-# Flags `pudev promote` once took to re-read the variant file; it now reads the candidates alone.
-RETIRED_PROMOTE_FLAGS = ("--profile", "--set", "--variants-file", "--platform")
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, whose errors are one line that names the problem and where the fix is, like pudev's own."""
 
-
-def retired_dest(flag: str) -> str:
-    return "retired_" + flag.removeprefix("--").replace("-", "_")
+    def error(self, message: str) -> NoReturn:
+        where = "`pudev COMMAND --help`" if self.prog == "pudev" else f"`{self.prog} --help`"
+        print(f"pudev: error: {message}; see {where}", file=sys.stderr)
+        sys.exit(2)
 
 
 # The option groups a command may use; each command lists only those it reads, so its --help is true.
@@ -34,7 +34,7 @@ def add_selection_options(parser: argparse.ArgumentParser, uses: frozenset[str])
         group.add_argument("--variants-file", default="", metavar="PATH",
                            help="the matrix file (default: docker/variants.toml)")
         group.add_argument("--profile", default="", help="a named override set, e.g. `local` (the stand-in build)")
-        group.add_argument("--platform", default="", choices=["", *PLATFORMS], metavar="PLATFORM",
+        group.add_argument("--platform", default="", metavar="PLATFORM",
                            help="the platform to build or test for, one of the variant's `platforms` "
                                 "(default: the profile's, else the variant's first; another one than this "
                                 "host's runs under binfmt emulation)")
@@ -64,7 +64,7 @@ def add_selection_options(parser: argparse.ArgumentParser, uses: frozenset[str])
 
 
 def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pudev", description=description)
+    parser = OneLineParser(prog="pudev", description=description)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help_text: str, *, names: str = "variant names, or `all`", metavar: str = "VARIANT",
@@ -90,7 +90,7 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     half = test.add_mutually_exclusive_group()
     half.add_argument("--cpu-only", action="store_true", help="the CPU half only")
     half.add_argument("--gpu-only", action="store_true", help="the GPU half only (it must find a GPU)")
-    half.add_argument("--platform-proof", action="store_true",
+    half.add_argument("--platform-only", action="store_true",
                       help="only the CPU checks that prove the image on its platform: toolkits, compilers, a CUDA "
                            "extension, the shell and tools (what an emulated platform can afford; recorded as "
                            "`platform`, which required_tests may name)")
@@ -98,6 +98,12 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
                       help="for a candidate by digest: when this machine's `pudev test` already passed the same "
                            "image id (the same image, byte for byte), record that pass instead of running again")
     test.epilog = "Arguments after -- go to pytest inside the container; such a run is not recorded."
+    jupyter = command("jupyter", "run JupyterLab on a built image with the quick start's flags: GPUs where the "
+                                 "host has them, --shm-size, the port on 127.0.0.1, this folder as /workspace, "
+                                 "your user ids, --rm", names="a built variant (its local tag)")
+    jupyter.add_argument("--image", default="", metavar="REF", help="any image this engine has, e.g. one you pulled")
+    jupyter.add_argument("--port", type=int, default=8888, help="the port on 127.0.0.1 (default 8888)")
+    jupyter.add_argument("--workspace", default=".", metavar="DIR", help="mounted at /workspace (default: this folder)")
     command("tags", "print the tags of a built image, computed from what is inside it")
     manifest = command("manifest", "write a Markdown + JSON build manifest read from the image")
     manifest.add_argument("--out", default="manifests", metavar="DIR", help="output folder (default: manifests)")
@@ -106,26 +112,12 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     push = command("push", "push a built variant once, by digest, to REGISTRY/IMAGE-candidates")
     push.add_argument("--registry", required=True, metavar="HOST[/ORG]", help="e.g. ghcr.io/my-org")
     push.add_argument("--ref-file", default="", metavar="PATH", help="also write the candidate reference here")
-    promote = command("promote", "copy the candidates that passed their tests (by digest) to the release repository "
+    command("promote", "copy the candidates that passed their tests (by digest) to the release repository "
                                  "and tag them: one image, or for a variant built for several platforms one OCI "
                                  "index of them",
                       names="the candidates, REGISTRY/REPO-candidates@sha256:... (what `pudev push` printed), one "
                             "per platform the variant is built for", metavar="CANDIDATE",
                       uses=frozenset())  # what promotion takes (required tests, latest) is read from the candidates
-    # Accepted only to be refused by name, with the fix: older workflows passed the build's selection here too.
-    for flag in RETIRED_PROMOTE_FLAGS:
-        promote.add_argument(flag, dest=retired_dest(flag), action="append", default=[], help=argparse.SUPPRESS)
-
-    zstd = command("zstd", "publish TAG-zstd beside released tags: the same image (config and diff_ids) with "
-                           "every layer zstd, for podman, containerd, Docker 23+ and enroot 4+ (Docker 20.10 pulls "
-                           "the gzip tag)",
-                   names="released tags, REGISTRY/REPO:TAG; the first is converted, the others (the same image) are "
-                         "tagged with the result", metavar="IMAGE", uses=frozenset())
-    zstd.add_argument("--level", type=int, default=12, metavar="N",
-                      help="zstd level of the project's own layers, 1-19 (default 12)")
-    zstd.add_argument("--base-level", type=int, default=3, metavar="N",
-                      help="zstd level of the base's layers, converted once and reused, 1-19 (default 3)")
-
     sbom = command("sbom", "a CycloneDX SBOM of an image: write it, --push it to the registry, or --fetch it",
                    names="a built variant's image tag, or REGISTRY/REPO@sha256:...", metavar="IMAGE", uses=frozenset())
     sbom.add_argument("--out", default="-", metavar="PATH", help="where to write it (default: stdout)")
@@ -136,7 +128,6 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     pin.add_argument("--variants-file", default="", metavar="PATH",
                      help="the matrix file (default: docker/variants.toml)")
     matrix = command("matrix", "print the CI build matrix as JSON (the workflow reads it)", names="")
-    matrix.add_argument("--json", action="store_true", help="JSON output (the only format)")
     matrix.add_argument("--publish", action="store_true",
                         help="one entry per variant with its platforms (the publish jobs), not per variant and "
                              "platform (the build jobs)")
@@ -149,16 +140,7 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
 
 
 def _add_maintenance_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
-    """The commands that maintain the project rather than use an image: benchmarks, stand-ins, locks."""
-    bench = command("bench-build", "measure cold and incremental stand-in builds", names="")
-    bench.add_argument("--out", default="reports/bench-build.json", metavar="PATH", help="JSON result")
-    bench.add_argument("--compare", default="", metavar="PATH", help="an earlier JSON result to compare with")
-    bench_ext = command("bench-ext", "compile a real CUDA extension in the built image: cold, warm cache, "
-                                     "wheelhouse, under a memory cap, and nvcc threads", names="")
-    bench_ext.add_argument("--out", default="reports/bench-ext.json", metavar="PATH", help="JSON result")
-    bench_ext.add_argument("--part", action="append", choices=["speed", "memory", "threads"], default=[],
-                           help="speed (cold, warm cache, wheelhouse), memory (under a cap), threads (a synthetic "
-                                "package's own nvcc --threads, derived vs ninja's default); default: all")
+    """The commands that maintain the project rather than use an image: stand-ins, locks, release day."""
     new_torch = command("new-torch", "move the newest line to a torch release on the day it ships: ask the package "
                                      "index and the registry, then update the matrix, the locks per platform, the "
                                      "stand-ins, the generated tables and the changelog", names="", uses=frozenset())
@@ -187,14 +169,10 @@ def _add_maintenance_commands(command: Callable[..., argparse.ArgumentParser]) -
                            help="the changelog to write the entry into, or - for stdout (default: CHANGELOG.md)")
     command("clean", "remove the locally built variant tags", names="")
     standins = command("standins", "build the stand-in images (idempotent)", names="", uses=frozenset({CA}))
-    standins.add_argument("--platform", default="", choices=["", *PLATFORMS], metavar="PLATFORM",
+    standins.add_argument("--platform", default="", metavar="PLATFORM",
                           help="only the stand-ins for this platform (default: every platform's)")
     command("profiles", "list the stand-in profiles (docker/standins/standins.toml)", names="", uses=frozenset())
     lock = command("lock", "regenerate the hashed requirement locks (all variants by default, or --profile NAME)")
     lock.add_argument("--without-base", action="store_true",
                       help="resolve without the base images' packages (where the bases cannot be pulled; the "
                            "build still refuses a lock that would change what its base ships)")
-    lock.add_argument("--keep-layers", action="store_true",
-                      help="keep the package layers cut from each lock as it is now (requirements/lock/layered/): "
-                           "the pins that move install over them in a step of their own, so a rebuild redoes that "
-                           "step alone; without it, the layers are cut from the new lock")

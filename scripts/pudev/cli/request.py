@@ -34,12 +34,13 @@ def _flag_overrides(args: argparse.Namespace) -> list[Override]:
 def request_from(args: argparse.Namespace, pytest_args: list[str]) -> Request:
     """Each command has only the options it uses (its --help is true); the rest take their defaults here."""
     option = vars(args).get
+    platform = option("platform") or ""  # checked against the variant's own platforms (Matrix.on)
     variants_file = str(option("variants_file") or "")
     selection = Selection(
         names=tuple(option("names") or ()),
         variants_file=Path(variants_file) if variants_file else None,
         profile=option("profile") or "",
-        platform=option("platform") or "",
+        platform=platform,
         overrides=tuple(_flag_overrides(args)),
         pull_mirror=option("pull_mirror") or "",
     )

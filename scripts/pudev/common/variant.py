@@ -36,7 +36,7 @@ class Contract:
     per_platform: bool = False  # a variant's [on."PLATFORM"] table may set it
     build_arg: str = ""  # the Dockerfile ARG carrying it: only what Docker itself needs before the record
     label: str = ""  # the image label: a bare name is under org.pudev, a dotted one is the whole key
-    ci: str = ""  # its key in `pudev matrix --json`
+    ci: str = ""  # its key in `pudev matrix`
     column: str = ""  # its header in `pudev variants` and the docs' variant table
     # A value check for a field with no check of its own in pudev.config.schema (a regex and what it means).
     pattern: str = ""
@@ -95,7 +95,7 @@ class Variant:
     build_mirror: str = declared(toml="shared", build_arg="BUILD_MIRROR")  # defaults to mirror
     # requirements/lock/<lock>.txt; variants with identical inputs share one (LOCK is its file name).
     lock: str = declared(toml="variant", per_platform=True)
-    # The suite halves (or the platform proof) a candidate must pass to be promoted.
+    # The suite halves (or the platform scope) a candidate must pass to be promoted.
     required_tests: tuple[str, ...] = declared(SUITE_HALVES, toml="shared", per_platform=True,
                                                label="required-tests")
     # Every platform the variant is built for; one tag spans them.

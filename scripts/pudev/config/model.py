@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pudev.common.errors import PudevError
 from pudev.common.variant import Toolkit, Variant, cuda_tag
+from pudev.config.schema import PLATFORMS
 
 __all__ = ["Matrix", "Toolkit", "Variant", "cuda_tag"]
 
@@ -34,8 +35,10 @@ class Matrix:
             return variant
         built = self.builds.get(name, {variant.platform: variant})
         if platform not in built:
+            fix = f", or add {platform} to its `platforms` in {self.path.name}" if platform in PLATFORMS else \
+                f" (pudev builds {' and '.join(PLATFORMS)})"
             raise PudevError(f"{source} {platform}: variant {name} is built for {', '.join(built)} only; choose one "
-                             f"of those, or add {platform} to its `platforms` in {self.path.name}")
+                             f"of those{fix}")
         return built[platform]
 
     def every_build(self) -> list[Variant]:

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from pudev.common.errors import PudevError
 from pudev.common.halves import SUITE_SCOPES
 from pudev.common.imageref import is_image_name, parse_image_ref, reference_hint
 from pudev.common.variant import Contract, Variant, every_contract
@@ -82,6 +83,13 @@ def _table(value: Any) -> str:
 
 
 PLATFORMS = ("linux/amd64", "linux/arm64")
+
+
+def require_platform(platform: str, source: str = "--platform") -> None:
+    """Where no variant is named (it would name its own platforms): a platform pudev builds at all."""
+    if platform and platform not in PLATFORMS:
+        raise PudevError(f"{source} {platform}: pudev builds {' and '.join(PLATFORMS)}, each variant for the "
+                         "`platforms` it declares (`pudev variants` lists them)")
 
 
 def _platforms(value: Any) -> str:

@@ -13,6 +13,7 @@ from pudev.config.loader import read_variant_file, variants_input
 from pudev.config.model import Matrix, Variant
 from pudev.config.overrides import TOOLKIT_KEY, Override
 from pudev.config.profiles import load_profile
+from pudev.config.schema import require_platform
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ def resolve(selection: Selection, *, require_names: bool = True) -> Selected:
         names = list(declared.variants)
     if not names and require_names:
         raise PudevError(f"name a variant: {', '.join(declared.variants)} (or `all`)")
+    if not names:
+        require_platform(platform)
     for name in names:
         # Unknown names or platforms fail here, listing the valid ones (a --set platforms=... may add one).
         declared.on(name, "" if any(change.key == "platforms" for change in overrides) else platform)

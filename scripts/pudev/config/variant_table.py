@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from pudev.common.cuda_drivers import driver_minimum
 from pudev.common.generated import markers, replace_block
@@ -79,10 +80,51 @@ def tags_markdown(matrix: Matrix) -> str:
     return markdown_table(headers, rows)
 
 
+# The same table for the Chinese pages: its headers, and the few words its cells hold.
+HEADERS_ZH = ("标签", "torch", "CUDA", "宿主机驱动", "工具链", "amd64 GPU", "arm64 GPU")
+# Chinese punctuation is full-width: the table's cells are Chinese text.
+WORDS_ZH = ((" to ", " 至 "), ("full support: ", "完整支持："), (" (", "（"), ("): ", "）："), (")", "）"),  # noqa: RUF001
+            ("| no |", "| 不支持 |"), (", ", "、"))
+
+
+def tags_markdown_zh(matrix: Matrix) -> str:
+    _, rule, *rows = tags_markdown(matrix).splitlines()
+    for english, chinese in WORDS_ZH:
+        rows = [row.replace(english, chinese) for row in rows]
+    return "\n".join([f"| {' | '.join(HEADERS_ZH)} |", rule, *rows])
+
+
 MARKERS = markers("variants")
+TAGS_MARKERS = markers("tags")
+TAGS_ZH_MARKERS = markers("tags-zh")
 
 
 def with_table(readme: str, matrix: Matrix) -> str:
     """A page's text (the README, a docs page) with its generated variant table replaced (unchanged without
     the markers)."""
     return replace_block(readme, MARKERS, variants_markdown(matrix))
+
+
+def with_tables(text: str, matrix: Matrix) -> str:
+    """A page's text with every table the matrix renders (the variants, which tag for my GPU, in English and
+    Chinese) replaced."""
+    text = replace_block(with_table(text, matrix), TAGS_MARKERS, tags_markdown(matrix))
+    return replace_block(text, TAGS_ZH_MARKERS, tags_markdown_zh(matrix))
+
+
+def pages(root: Path) -> list[Path]:
+    """Every page that may hold a generated table: the READMEs (each language's) and docs/."""
+    return [*sorted(root.glob("README*.md")), *sorted((root / "docs").rglob("*.md"))]
+
+
+def refresh_pages(matrix: Matrix, root: Path) -> list[Path]:
+    """Render the matrix's tables in every page under `root` that holds them; the pages changed. The
+    other generated tables are the maintainers' `make docs`."""
+    changed = []
+    for page in pages(root):
+        text = page.read_text()
+        updated = with_tables(text, matrix)
+        if updated != text:
+            page.write_text(updated)
+            changed.append(page)
+    return changed

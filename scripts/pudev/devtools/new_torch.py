@@ -30,8 +30,8 @@ from pudev.common.versions import release
 from pudev.config.loader import load_matrix
 from pudev.config.model import Matrix, Variant
 from pudev.config.profiles import load_profile, profile_names
-from pudev.devtools.docs_tables import refresh as refresh_generated_docs
-from pudev.devtools.lock_resolver import write_locks
+from pudev.config.variant_table import refresh_pages
+from pudev.devtools.lock import write_locks
 from pudev.devtools.torch_releases import (
     CUDA_REPOSITORY,
     OFFICIAL_REPOSITORY,
@@ -384,8 +384,8 @@ def run(options: Options, out: Any) -> int:
     for path, after in changes.items():
         path.write_text(after)
     _lock(builds, move, options.without_base, out)
-    for path in refresh_generated_docs():
-        print(f"updated the generated tables in {_shown(path)}", file=out)
+    for path in refresh_pages(new, REPO_ROOT):
+        print(f"updated the matrix's tables in {_shown(path)}", file=out)
     return 0
 
 

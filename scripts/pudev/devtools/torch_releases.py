@@ -12,8 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pudev.common.errors import PudevError
+from pudev.common.lock_file import pinned
 from pudev.common.versions import release
-from pudev.devtools.lock_resolver import PLATFORM_TAGS, uv_command
+from pudev.devtools.lock import PLATFORM_TAGS, uv_command
 from pudev.paths import REPO_ROOT
 from pudev.registry.client import RegistryClient
 
@@ -23,9 +24,6 @@ CUDA_REPOSITORY = "nvidia/cuda"
 _OFFICIAL_TAG = r"{torch}-cuda(?P<cuda>\d+\.\d+)-cudnn(?P<cudnn>\d+)-runtime"
 # torch's CUDA runtime dependency names its release: nvidia-cuda-runtime-cu12==12.8.90, nvidia-cuda-runtime==13.2.86.
 _RUNTIME = re.compile(r"nvidia-cuda-runtime(-cu\d+)?")
-
-
-_PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,7 @@ def resolve(requirements: Iterable[str], *, platform: str, python: str) -> dict[
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise PudevError(f"the package index could not resolve {wanted} for {platform} (Python {python}): "
                          f"{last}; check the index settings (UV_INDEX_URL, /etc/uv/uv.toml) and the network")
-    return {match["name"].lower(): match["version"] for match in _PIN.finditer(result.stdout)}
+    return pinned(result.stdout)
 
 
 def torch_build(requirement: str, *, platform: str, python: str) -> IndexBuild:

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pudev.common.errors import PudevError
@@ -108,9 +107,10 @@ def _can_buildkit(cli: str) -> bool:
 def _candidates() -> list[str]:
     found = []
     for directory in os.environ.get("PATH", "").split(os.pathsep):
-        path = Path(directory) / "docker"
-        if path.is_file() and os.access(path, os.X_OK) and str(path) not in found:
-            found.append(str(path))
+        path = os.path.join(directory, "docker")
+        # os.path.isfile, not Path.is_file: a PATH folder this user may not read is no candidate, not a crash.
+        if os.path.isfile(path) and os.access(path, os.X_OK) and path not in found:
+            found.append(path)
     return found
 
 

@@ -3,7 +3,6 @@ identity (registry digest, local id) a build records for its inputs."""
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
@@ -38,10 +37,23 @@ def identity(ref: str, info: dict[str, Any] | None = None) -> tuple[str, str]:
     return "", image_id
 
 
-@functools.cache
-def inventory(ref: str) -> dict[str, Any]:
+_INVENTORIES: dict[str, dict[str, Any]] = {}
+
+
+def inventory(ref: str, *, files: bool = False) -> dict[str, Any]:
     """What the image says it holds (its own `pudev inventory`: versions, toolkits, pip, conda and dpkg
-    lists), read by one throwaway container per image and command, whichever readers need it (the
-    manifest, the SBOM, the tags), as docker-stacks' manifests share one container."""
-    return dict(json.loads(docker.run(["run", "--rm", "--entrypoint", "pudev", ref, "inventory"],
-                                      timeout=900).stdout))
+    lists; with `files`, a census of its files too, a walk of the whole image), read by one throwaway
+    container per image and command for whichever readers need it (the manifest, the SBOM, the tags), as
+    docker-stacks' manifests share one. A census read serves the readers that need none; the other way
+    round, the image is read again."""
+    known = _INVENTORIES.get(ref)
+    if known is None or (files and "files" not in known):
+        known = _INVENTORIES[ref] = dict(json.loads(docker.run(
+            ["run", "--rm", "--entrypoint", "pudev", ref, "inventory", *(["--files"] if files else [])],
+            timeout=900).stdout))
+    return known
+
+
+def forget_inventories() -> None:
+    """A new command reads every image anew (tests run several commands in one process)."""
+    _INVENTORIES.clear()

@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     selftest.add_argument("--junit", default="", metavar="PATH", help="also write a JUnit XML report")
     selftest.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed on to pytest (after --)")
     commands.add_parser("record", help="print what this image was built to contain")
-    commands.add_parser("inventory", help="print what is really installed, as JSON (for `pudev manifest`)")
+    inventory = commands.add_parser("inventory", help="print what is really installed, as JSON (for `pudev manifest`)")
+    inventory.add_argument("--files", action="store_true", help="also a census of the image's files (a whole walk)")
     commands.add_parser("mirror", help="switch or show package mirrors (pudev mirror --help)")
     commands.add_parser("verify", help="check GPU, driver, torch, toolkit, shm ... (pudev verify --help)")
     commands.add_parser("gpumon", help="live GPU monitor through NVML (pudev gpumon --help)")
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "inventory":
             from pudev.image.inventory import main as inventory_main
 
-            return inventory_main()
+            return inventory_main(["--files"] if args.files else [])
     except PudevError as error:
         print(f"pudev: error: {error}", file=sys.stderr)
         return error.exit_code

@@ -22,12 +22,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pudev.common.errors import PudevError
+from pudev.common.lock_file import pinned
 from pudev.common.variant import Toolkit, Variant, record_keys
 from pudev.image.compilers.masquerade import next_on_path
 
 # PUDEV_RECORD points the tools at another record (scripts/gpu-check.sh, outside the image).
 RECORD_PATH = Path(os.environ.get("PUDEV_RECORD", "/etc/pudev/image.json"))
-_LOCK_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)")
 _DIGEST = re.compile(r"^(sha256:[0-9a-f]{64})?$")
 
 
@@ -72,18 +72,9 @@ class ImageRecord:
         raise KeyError(version)
 
 
-def normalize(name: str) -> str:
-    """PEP 503 name normalisation, so lock names and installed names compare."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def read_lock(path: Path) -> dict[str, str]:
-    packages = {}
-    for line in path.read_text().splitlines():
-        match = _LOCK_LINE.match(line.strip())
-        if match:
-            packages[normalize(match.group(1))] = match.group(2)
-    return packages
+    """name -> version of a lock, or of the base's package record (NAME==VERSION lines)."""
+    return pinned(path.read_text())
 
 
 def gcc_major(compiler: str = "g++") -> int:

@@ -21,14 +21,9 @@ import requests
 from pudev.common.errors import PudevError
 from pudev.registry import credentials, transport
 from pudev.registry.names import is_loopback
+from pudev.registry.oci import MANIFEST_TYPES, content_digest
 from pudev.registry.tokens import authorization, parse_challenge
 
-MANIFEST_TYPES = (
-    "application/vnd.oci.image.index.v1+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-    "application/vnd.docker.distribution.manifest.v2+json",
-    "application/vnd.oci.image.manifest.v1+json",
-)
 CHUNK = 1 << 20
 SMALL_BLOB_LIMIT = 64 << 20  # artifacts pudev reads whole (test results, SBOMs) are far smaller
 TAGS_PAGE = 1000  # tags asked for per request; the registry's Link header leads to the next page
@@ -216,7 +211,7 @@ class RegistryClient:
 
     def upload_blob(self, repository: str, data: bytes) -> str:
         """A small blob (an artifact's config or payload) in one request; returns its digest."""
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        digest = content_digest(data)
         if self.blob_exists(repository, digest):
             return digest
         scope = f"repository:{repository}:pull,push"

@@ -5,17 +5,14 @@ referrers, which this client then keeps up to date itself."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from pudev.common.errors import PudevError
 from pudev.registry.client import RegistryClient
+from pudev.registry.oci import EMPTY_MEDIA_TYPE, OCI_INDEX, OCI_MANIFEST, content_digest
 
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-EMPTY_MEDIA_TYPE = "application/vnd.oci.empty.v1+json"
 EMPTY_BLOB = b"{}"
 
 
@@ -49,7 +46,7 @@ def attach(client: RegistryClient, repository: str, subject_digest: str, *, arti
         "subject": subject, "annotations": annotations,
     }
     body = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
-    digest = "sha256:" + hashlib.sha256(body).hexdigest()
+    digest = content_digest(body)
     answer = client.put_manifest(repository, digest, body, OCI_MANIFEST)
     if "OCI-Subject" not in answer.headers:
         # No referrers API: the client keeps the fallback index (distribution-spec 1.1).

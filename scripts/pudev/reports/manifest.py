@@ -16,7 +16,7 @@ from pudev.engine.layers import layer_history
 def read_manifest(image: str, *, build_hint: str = "pudev build VARIANT") -> dict[str, Any]:
     info = images.require_image(image, build_hint=build_hint)
     labels = images.labels_of(info)
-    inventory = images.inventory(image)
+    inventory = images.inventory(image, files=True)  # what `--diff` compares beyond the packages
     return {
         "image": image,
         "image_id": info["Id"],

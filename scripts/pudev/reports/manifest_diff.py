@@ -91,12 +91,34 @@ def _lines(found: list[Change]) -> list[str]:
             for change in found]
 
 
+def file_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The file groups (pudev.image.inventory.census_group) whose files differ: added, removed, or changed
+    with the change in files and bytes. Manifests from before the census compare as unchanged."""
+    mine, theirs = before.get("files"), after.get("files")
+    if not isinstance(mine, dict) or not isinstance(theirs, dict):
+        return []
+    lines = []
+    for group in sorted(set(mine) | set(theirs)):
+        old, new = mine.get(group), theirs.get(group)
+        if old is None:
+            assert new is not None  # the group is in one of them
+            lines.append(f"  + {group} ({new['files']} files, {new['bytes']} bytes)")
+        elif new is None:
+            lines.append(f"  - {group} ({old['files']} files, {old['bytes']} bytes)")
+        elif old["digest"] != new["digest"]:
+            lines.append(f"  ~ {group}: {new['files'] - old['files']:+d} files, {new['bytes'] - old['bytes']:+d} bytes")
+    return lines
+
+
 def diff_manifests(before: dict[str, Any], after: dict[str, Any]) -> str:
     lines = [f"{before.get('image', 'A')} -> {after.get('image', 'B')}"]
     changed = _lines(changes(_inputs(before), _inputs(after)))
     lines += ["build inputs:", *(changed or ["  (none changed)"])]
     for section, found in package_changes(before, after).items():
         lines += [f"{section} packages:", *_lines(found)]
+    files = file_changes(before, after)
+    if files:
+        lines += ["files (name, size or link target):", *files]
     if len(lines) == 3 and lines[2] == "  (none changed)":
-        lines.append("no package changed")
+        lines.append("no package or file changed")
     return "\n".join(lines)

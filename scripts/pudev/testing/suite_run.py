@@ -1,7 +1,7 @@
 """One run of the in-image suite in a fresh, always-removed container: the CPU half, the
-GPU half, both, or the platform proof (the CPU half's `platform` tests, what an emulated
+GPU half, both, or the platform scope (the CPU half's `platform` tests, what an emulated
 platform can afford), tallied per half from the suite's JUnit report. `pudev test VARIANT`
-runs it on local builds; a candidate by digest runs it through testing/candidate_run.py."""
+runs it on local builds; a candidate by digest runs it through release/test.py."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from pudev.common.errors import PudevError
-from pudev.common.halves import PLATFORM_PROOF, SUITE_HALVES
+from pudev.common.halves import PLATFORM_SCOPE, SUITE_HALVES
 from pudev.engine import docker, emulation, images
 from pudev.engine.containers import TrackedContainer, sweep
 from pudev.testing import localpasses
 
 REPORT_MOUNT = "/pudev-report"
 # A compiler cache kept between runs for the suite's extension build, mounted where the host names one
-# (e2e's emulated platform proof does; tests/image/conftest.py reads the same variable inside).
+# (e2e's emulated platform scope does; tests/image/conftest.py reads the same variable inside).
 KEPT_CCACHE = "PUDEV_SUITE_CCACHE_DIR"
 KEPT_CCACHE_MOUNT = "/pudev-ccache"
 HALF_PROPERTY = "pudev.half"  # each JUnit test case's half, from its gpu marker (tests/image/conftest.py)
@@ -71,8 +71,8 @@ def tally(junit: Path) -> dict[str, dict[str, int]]:
 
 
 def scope_counts(half: str, counts: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
-    """The tally by what the run proves: a platform proof's tests are CPU tests, yet no whole CPU half."""
-    return {PLATFORM_PROOF: counts["cpu"]} if half == PLATFORM_PROOF else counts
+    """The tally by what the run proves: a platform scope's tests are CPU tests, yet no whole CPU half."""
+    return {PLATFORM_SCOPE: counts["cpu"]} if half == PLATFORM_SCOPE else counts
 
 
 def _half_of(case: ElementTree.Element) -> str:
@@ -95,7 +95,7 @@ def run_image_tests(image: str, *, timeout: float, half: str = "all", junit: Pat
         emulation.require_runnable(foreign, f"pudev test {image}")
         if half in ("all", "cpu"):
             print(f"pudev: {image} is a {foreign} image: under emulation its CPU half takes many times longer than "
-                  f"natively; --platform-proof runs the checks that prove the platform", file=sys.stderr, flush=True)
+                  f"natively; --platform-only runs the checks that prove the platform", file=sys.stderr, flush=True)
     image_id = docker.image_id(image)  # before the run: a tag moved meanwhile must not get this run's pass
     gpus = docker.has_gpu_runtime()
     print(f"pudev: testing {image} ({half}) {'with' if gpus else 'without'} GPUs", file=sys.stderr, flush=True)

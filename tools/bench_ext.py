@@ -1,5 +1,5 @@
-"""`pudev bench-ext`: a real CUDA extension compiled in the built image, the way users compile it
-(`pip install --no-build-isolation` of its sdist), for one arch:
+"""`make bench-ext` (a maintainers' tool): a real CUDA extension compiled in the built image, the
+way users compile it (`pip install --no-build-isolation` of its sdist), for one arch:
 
   cold       an empty compiler cache
   warm       the same sdist again in a new container (pip unpacks it in a new /tmp directory),
@@ -17,26 +17,34 @@
              (tests/fixtures/threads-extension, shaped like the real one): the real one takes 40+
              minutes cold on 2 CPUs, this one minutes.
 
-The sdist is fetched once on the host (pinned by sha256) and mounted read-only: the containers
-need no network (the synthetic source is mounted from the checkout). Peak memory is the container
-cgroup's own high-water mark (page cache included); each compile's own peak (PUDEV_COMPILE_LOG: its
-largest process, and the --threads nvcc ran with) is kept beside it, the measure behind pudev's
-per-job memory figure.
+The sdist is fetched once on the host (pinned by sha256) from the package index's simple API (PEP 691
+JSON: `pip download` of an sdist would build its metadata first, torch included) and mounted
+read-only: the containers need no network (the synthetic source is mounted from the checkout).
+Peak memory is the container cgroup's own high-water mark (page cache included); each compile's
+own peak (PUDEV_COMPILE_LOG: its largest process, and the --threads nvcc ran with) is kept beside
+it, the measure behind pudev's per-job memory figure.
 """
 
 from __future__ import annotations
 
+import argparse
+import base64
 import functools
+import hashlib
 import json
+import os
+import sys
+import urllib.parse
+import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
 from pudev.common.errors import PudevError
 from pudev.common.table import render_table
-from pudev.devtools.sdist import fetch_sdist
 from pudev.engine import docker
 from pudev.engine.containers import TRACKED_LABEL
 from pudev.paths import REPO_ROOT
@@ -60,6 +68,61 @@ THREADS_DERIVED, THREADS_NINJA = "threads: derived jobs and threads", "threads: 
 THREADS_TARGET = 1.05  # derived cold seconds / ninja's default cold seconds, at most
 SDIST_CACHE = REPO_ROOT / "reports" / "sdists"
 # Runs inside the container: the install, then the facts, as one JSON line.
+SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
+
+
+def index_url() -> str:
+    configured = os.environ.get("PIP_INDEX_URL")
+    if configured:
+        return configured.rstrip("/") + "/"
+    from pip._internal.models.index import PyPI  # pip's default index, whatever it is today
+
+    return PyPI.simple_url.rstrip("/") + "/"
+
+
+def index_request(url: str, accept: str = "") -> urllib.request.Request:
+    """A request to the index: a login in the URL (https://user:token@host/...) travels as a header, so it is
+    never in the URL an error message repeats."""
+    parts = urllib.parse.urlsplit(url)
+    headers = {"Accept": accept} if accept else {}
+    if parts.username is not None:
+        login = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(login.encode()).decode()
+        host = f"{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}"
+        url = urllib.parse.urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return urllib.request.Request(url, headers=headers)
+
+
+def fetch_sdist(name: str, version: str, sha256: str, folder: Path) -> Path:
+    """folder/NAME-VERSION.tar.gz, downloaded once and checked against its pinned hash."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for existing in folder.glob("*.tar.gz"):
+        if hashlib.sha256(existing.read_bytes()).hexdigest() == sha256:
+            return existing
+    project = urljoin(index_url(), f"{name.lower().replace('_', '-')}/")
+    try:
+        with urllib.request.urlopen(index_request(project, SIMPLE_JSON), timeout=60) as response:
+            files = json.load(response)["files"]
+    except (OSError, ValueError, KeyError) as error:
+        host = urllib.parse.urlsplit(project).hostname
+        raise PudevError(f"cannot list {name} on the package index at {host} ({type(error).__name__}); check the "
+                         "network or PIP_INDEX_URL") from None
+    wanted = [entry for entry in files if entry.get("hashes", {}).get("sha256") == sha256]
+    if not wanted:
+        raise PudevError(f"the package index has no file of {name} {version} with sha256 {sha256[:12]}...: "
+                         "the pin in the benchmark is wrong or the release was withdrawn")
+    target = folder / str(wanted[0]["filename"])
+    try:
+        with urllib.request.urlopen(index_request(urljoin(project, wanted[0]["url"])), timeout=300) as response:
+            data = response.read()
+    except (OSError, ValueError) as error:
+        raise PudevError(f"cannot download {target.name} ({type(error).__name__})") from None
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise PudevError(f"{target.name} does not match its pinned sha256: not using it")
+    target.write_bytes(data)
+    return target
+
+
 MEASURE = r"""
 start=$(date +%s.%N)
 {install} > /tmp/build.log 2>&1
@@ -235,3 +298,30 @@ def bench_ext(out: Path, image: str, profile: str, parts: list[str]) -> str:
     return (f"{table}\nthreads (synthetic package, {THREADS_EXTENSION['nvcc']}): derived "
             f"{summary['derived_seconds']:.0f} s / ninja's default {summary['ninja_default_seconds']:.0f} s = "
             f"{summary['ratio']:.3f} (target <= {THREADS_TARGET})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tools/bench_ext.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="local", help="the stand-in profile whose built image to use")
+    parser.add_argument("--out", default="reports/bench-ext.json", metavar="PATH", help="JSON result")
+    parser.add_argument("--part", action="append", choices=sorted(PARTS), default=[],
+                        help="speed (cold, warm cache, wheelhouse), memory (under a cap), threads; default: all")
+    args = parser.parse_args(argv)
+    from pudev.building.plan import local_tag
+    from pudev.config.selection import Selection, resolve
+
+    try:
+        (variant,) = resolve(Selection(profile=args.profile)).variants
+        image = local_tag(variant)
+        if docker.image_id(image) is None:
+            raise PudevError(f"no image {image} here: build it first (pudev build --profile {args.profile})")
+        print(bench_ext(Path(args.out), image, args.profile, args.part or list(PARTS)))
+    except PudevError as error:
+        print(f"bench_ext: error: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

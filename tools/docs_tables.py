@@ -1,29 +1,27 @@
 """The tables in README.md and docs/ that are rendered from data, never typed by hand: each sits
 between `<!-- NAME:start -->` and `<!-- NAME:end -->` and is rendered by GENERATORS[NAME] from the
-matrix, a file in benchmarks/ or the layout rules in tests/lint/test_layout.py. A unit test fails
-when a block differs from what its generator renders; `python -m pudev.devtools.docs_tables`
-refreshes every block in place."""
+matrix, a file in benchmarks/ or the import contracts in pyproject.toml. A unit test fails when a
+block differs from what its generator renders; `make docs` (this file, then the site) refreshes
+every block in place. A maintainers' tool: the pudev package never imports it."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import tomllib
+from bench_ext import MEMORY_CAP, Run
 
 from pudev.common.generated import block, markers, replace_block
 from pudev.common.table import markdown_table
 from pudev.paths import REPO_ROOT, VARIANTS_FILE
 
-if TYPE_CHECKING:
-    from pudev.devtools.benchext import Run
-
 DOCS = REPO_ROOT / "docs"
 BENCHMARKS = REPO_ROOT / "benchmarks"
-LAYOUT_RULES = REPO_ROOT / "tests" / "lint" / "test_layout.py"
-REFRESH = "python -m pudev.devtools.docs_tables"
+REFRESH = "make docs"
 # Marked blocks that are hand-written on purpose: a test reads them (tests/e2e/test_jupyter.py runs the
 # hardened `docker run` exactly as documented), so no generator owns them.
 HAND_WRITTEN = frozenset({"hardened-run"})
@@ -32,6 +30,8 @@ START = re.compile(r"<!-- ([\w-]+):start -->")
 BUILD_PROFILES = ("local", "local-current")
 BUILD_SCENARIOS = {"naive": "naive single-stage Dockerfile (docker/bench/naive.Dockerfile), cold",
                    "cold": "cold (ratio: of the naive build)", "tool-edit": "an in-image tool file edited",
+                   "pin-rarely-changing": "a pin changed in the rarely changing packages",
+                   "pin-the-rest": "a pin changed in the rest of the packages",
                    "mirror-change": "MIRROR changed", "no-op": "no-op rebuild"}
 # Each profile's `make bench-ext` runs, in the order their rows are shown; a scenario measured twice
 # is taken from the first file that has it.
@@ -44,20 +44,20 @@ COMPILE_LOGS = (("`local` (torch 2.4.1 stand-in, nvcc 12.4)", "compile-jobs-loca
                  "derived jobs, 4g cap"))
 ARM64_STEPS = {
     "standin_os_debootstrap_arm64": "stand-in OS (debootstrap, arm64)",
-    "standin_toolkits_12_4_and_13_2_arm64": "stand-in toolkits 12.4 and 13.2 (arm64)",
-    "image_base_wheels_stage_pip_install_torch": "image: pip installing torch's aarch64 wheels (the base stage)",
-    "image_rest_of_build_cold": "image: the rest of a cold build",
-    "image_rebuild_after_a_late_layer_change": "image: rebuild after a late-layer change",
+    "image_torch_wheels_stage_on_the_build_platform": "image: torch's aarch64 wheels unpacked (on the build platform)",
+    "image_base_wheels_stage_emulated": "image: the base's OS packages and Python (emulated)",
+    "image_final_stage_cold": "image: the rest of a cold build",
+    "image_cold_build_wall": "image: a cold build in all (wall time)",
     "import_torch_once": "`import torch` once",
     "in_image_suite_test_time_arm64_emulated": "CPU half of the in-image suite, arm64 emulated (test time)",
     "in_image_suite_test_time_amd64_native_same_variant": "the same on amd64, native (test time)",
     "in_image_suite_wall_arm64_emulated": "CPU half, arm64 emulated (wall time)",
-    "platform_proof_wall_compile_cache_cold": "platform proof, compiler cache cold (wall time)",
-    "platform_proof_wall_compile_cache_kept": "platform proof, compiler cache kept (wall time)",
-    "platform_proof_test_time_compile_cache_cold": "platform proof, compiler cache cold (test time)",
-    "platform_proof_test_time_compile_cache_kept": "platform proof, compiler cache kept (test time)",
-    "platform_proof_extension_build_cold": "its CUDA extension build, cache cold",
-    "platform_proof_extension_build_from_kept_cache": "its CUDA extension build, from the kept cache",
+    "platform_scope_wall_compile_cache_cold": "platform scope, compiler cache cold (wall time)",
+    "platform_scope_wall_compile_cache_kept": "platform scope, compiler cache kept (wall time)",
+    "platform_scope_test_time_compile_cache_cold": "platform scope, compiler cache cold (test time)",
+    "platform_scope_test_time_compile_cache_kept": "platform scope, compiler cache kept (test time)",
+    "platform_scope_extension_build_cold": "its CUDA extension build, cache cold",
+    "platform_scope_extension_build_from_kept_cache": "its CUDA extension build, from the kept cache",
 }
 ARM64_NOTES = {"suite_outcome_arm64_first_run": "The first emulated run of the CPU half",
                "suite_outcome_arm64_whole_cpu_half_last_run": "The last emulated run of the CPU half",
@@ -89,10 +89,40 @@ def tags() -> str:
     return tags_markdown(load_matrix(VARIANTS_FILE))
 
 
-def test_times() -> str:
-    from pudev.devtools.testtimes import REPORT, markdown
+def tags_zh() -> str:
+    from pudev.config.loader import load_matrix
+    from pudev.config.variant_table import tags_markdown_zh
 
-    return markdown(json.loads((REPO_ROOT / REPORT).read_text()))
+    return tags_markdown_zh(load_matrix(VARIANTS_FILE))
+
+
+REPORT = "benchmarks/test-times.json"
+
+
+def _minutes(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60} min {whole % 60:02d} s"
+
+
+def test_times_markdown(report: dict[str, Any]) -> str:
+    """The docs' test-time table: the run against the budget, then the files that cost a minute or more."""
+    total, budget, box = float(report["total_s"]), float(report["budget_s"]), report["machine"]
+    outcomes = ", ".join(f"{count} {name}" for name, count in sorted(report["outcomes"].items()))
+    lines = [f"Measured {report['date']} on {box['cpus']} CPUs and {box['memory_gib']} GiB "
+             f"(`{REPORT}`): {report['tests']} tests ({outcomes}) in **{_minutes(total)}**, "
+             f"{100 * total / budget:.0f}% of the {_minutes(budget)} budget for `.ci/run`.",
+             ""]
+    heavy = [row for row in report["files"] if row["seconds"] >= 60]
+    rows = [[f"`{row['file']}`", row["tests"], f"{row['seconds']:.0f}"] for row in heavy]
+    rest = [row for row in report["files"] if row["seconds"] < 60]
+    if rest:
+        rest_seconds = sum(row["seconds"] for row in rest)
+        rows.append([f"{len(rest)} other files", sum(row["tests"] for row in rest), f"{rest_seconds:.0f}"])
+    return "\n".join([*lines, markdown_table(["file", "tests", "seconds"], rows)])
+
+
+def test_times() -> str:
+    return test_times_markdown(json.loads((REPO_ROOT / REPORT).read_text()))
 
 
 def _build_runs() -> dict[str, dict[str, Any]]:
@@ -103,88 +133,49 @@ def _profile_header(profile: str, image: str) -> str:
     return f"`{profile}` ({image.rsplit(':', 1)[-1]})"
 
 
-def _samples(seconds: list[float], releases: list[str]) -> str:
-    """'32.0, 40.1, 45.6 s', or with the release each pin sample installed, '5.0 s at 0.19.1, ...'."""
-    if len(releases) != len(seconds):  # not a pin, or measured before the releases were kept
-        return f"{', '.join(f'{sample:.1f}' for sample in sorted(seconds))} s"
-    return ", ".join(f"{sample:.1f} s at {release}" for sample, release in sorted(zip(seconds, releases, strict=True)))
-
-
 def build_speed() -> str:
-    """`make bench-build`'s scenarios, one column per stand-in profile."""
-    from pudev.devtools.benchbuild import PIN_CHANGE, PIN_KEPT, Measurement
-
+    """`make bench-build`'s scenarios, one column per stand-in profile: seconds, their share, what users pull again."""
     runs = _build_runs()
-    measured = {profile: {item["scenario"]: Measurement(**item) for item in run["scenarios"]}
-                for profile, run in runs.items()}
     first = runs[BUILD_PROFILES[0]]
+    measured = {profile: {item["scenario"]: item for item in run["scenarios"]} for profile, run in runs.items()}
     rows = []
-    for scenario in measured[BUILD_PROFILES[0]]:
-        probe = measured[BUILD_PROFILES[0]][scenario].probe
+    for scenario, item in measured[BUILD_PROFILES[0]].items():
         cells = []
         for profile in BUILD_PROFILES:
-            item = measured[profile][scenario]
-            cell = f"{item.seconds:.1f} s" if scenario == "naive" else f"{item.seconds:.1f} s, {item.ratio:.1%}"
-            if len(item.samples) > 1:
-                cell += f" (median of {_samples(item.samples, item.releases)})"
+            found = measured[profile][scenario]
+            cell = f"{found['seconds']:.1f} s"
+            if scenario != "naive":
+                cell += f", {found['ratio']:.1%}"
+            if len(found["samples"]) > 1:
+                cell += f" (median of {', '.join(f'{sample:.1f}' for sample in sorted(found['samples']))} s)"
+            if scenario != "naive":
+                cell += f"; {found['download_bytes'] / 1e6:.0f} MB pulled again"
             cells.append(cell)
-        target = first["targets"].get(scenario)
-        if scenario.startswith(PIN_CHANGE):
-            label = f"a pin changed in the {scenario.removeprefix(PIN_CHANGE)} layer ({probe}), layers cut again"
-        elif scenario.startswith(PIN_KEPT):
-            label = f"the same pin, layers kept (`pudev lock --keep-layers`; {scenario.removeprefix(PIN_KEPT)})"
-        else:
-            label = BUILD_SCENARIOS.get(scenario, scenario)
-        rows.append([label, *cells, "" if target is None else f"<= {target:.0%}"])
+        goals = [f"<= {first['targets'][scenario]:.0%}"] if scenario in first["targets"] else []
+        goals += [f"<= {first['download_targets_mb'][scenario]:.0f} MB pulled"] \
+            if scenario in first["download_targets_mb"] else []
+        label = BUILD_SCENARIOS.get(scenario, scenario) + (f" ({item['probe'].split()[0]})" if item["probe"] else "")
+        rows.append([label, *cells, ", ".join(goals)])
     dates = sorted({run["measured_at"][:10] for run in runs.values()})
-    headers = ["scenario", *(_profile_header(p, runs[p]["sizes"]["image"]) for p in BUILD_PROFILES), "target"]
+    headers = ["scenario", *(_profile_header(p, runs[p]["image"]) for p in BUILD_PROFILES), "target"]
     sources = ", ".join(f"`benchmarks/bench-build-{profile}.json`" for profile in BUILD_PROFILES)
     return f"Measured {' and '.join(dates)} with `make bench-build` ({sources}).\n\n" + markdown_table(headers, rows)
 
 
-def _size_parts(sizes: dict[str, Any]) -> dict[str, str]:
-    """The image's size split the way the Dockerfile builds it: base, toolkits, OS packages, package layers."""
-    toolkits, packages, other = [], [], []
-    os_packages = 0.0
-    for layer in sizes["layers"]:
-        step, size = layer["created_by"], layer["size"] / MIB
-        if toolkit := re.search(r"COPY /usr/local/cuda-([\d.]+) ", step):
-            toolkits.append(f"{toolkit.group(1)}: {size:.0f}")
-        elif "install-os-packages.sh" in step:
-            os_packages += size
-        elif "/staged/packages-" in step:  # a package stage's files, copied
-            packages.append(f"{size:.0f}")
-        else:
-            other.append(size)
-    return {"base": f"{sizes['base_size'] / MIB:.0f}", "toolkits": ", ".join(toolkits),
-            "os": f"{os_packages:.0f}", "packages": " + ".join(packages),
-            "other": f"{max(other, default=0):.1f} or less each", "image": f"{sizes['size'] / MIB:.0f}"}
-
-
-def _layer_names() -> list[str]:
-    from pudev.building.lock_slices import read_layers
-    from pudev.building.requirement_locks import layers_path
-
-    return [layer.name for layer in read_layers(layers_path().read_text())]
-
-
 def build_sizes() -> str:
-    """Sizes in MiB, of each stand-in image and of what each of its layers adds."""
+    """The image's own layers, compressed as a registry holds them: what a first pull of a release costs."""
     runs = _build_runs()
-    parts = {profile: _size_parts(run["sizes"]) for profile, run in runs.items()}
-    labels = {"base": "stand-in base (OS, Python and torch)", "toolkits": "CUDA toolkits",
-              "os": "compilers, build tools, shells (OS packages)",
-              "packages": f"Python packages: {' + '.join(_layer_names())} (one layer each)",
-              "other": "every other layer", "image": "the image"}
-    rows = [[label, *(parts[profile][key] for profile in BUILD_PROFILES)] for key, label in labels.items()]
-    headers = ["MiB", *(_profile_header(p, runs[p]["sizes"]["image"]) for p in BUILD_PROFILES)]
+    rows = [["the image's own layers, compressed", *(f"{sum(run['own_layers_bytes']) / 1e6:.0f} MB"
+                                                     for run in runs.values()),
+             f"<= {runs[BUILD_PROFILES[0]]['own_layers_target_mb']:.0f} MB"],
+            ["its three largest layers", *(", ".join(f"{size / 1e6:.0f}" for size in run["own_layers_bytes"][:3])
+                                           + " MB" for run in runs.values()), ""]]
+    headers = ["", *(_profile_header(p, runs[p]["image"]) for p in BUILD_PROFILES), "target"]
     return markdown_table(headers, rows)
 
 
 def _ext_runs(files: Sequence[str]) -> dict[str, tuple[Run, dict[str, Any]]]:
     """scenario -> (the run, its file's data), the first file that measured a scenario winning."""
-    from pudev.devtools.benchext import Run
-
     found: dict[str, tuple[Run, dict[str, Any]]] = {}
     for name in files:
         data = _benchmark(name)
@@ -223,8 +214,6 @@ def _ext_label(scenario: str) -> str:
 
 def ext_bench() -> str:
     """`make bench-ext`: a real extension compiled in each profile's image, one column per profile."""
-    from pudev.devtools.benchext import MEMORY_CAP
-
     runs = {profile: _ext_runs(files) for profile, files in EXT_RUNS.items()}
     scenarios = list(dict.fromkeys(scenario for found in runs.values() for scenario in found))
     _, first_data = next(iter(runs[BUILD_PROFILES[0]].values()))
@@ -273,13 +262,12 @@ def arm64_costs() -> str:
 
 
 def layout_rules() -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
-    """FOLDERS and FORBIDDEN from tests/lint/test_layout.py: the one place the layering is written down."""
-    spec = importlib.util.spec_from_file_location("pudev_layout_rules", LAYOUT_RULES)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(LAYOUT_RULES)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return tuple(module.FOLDERS), {folder: tuple(names) for folder, names in module.FORBIDDEN.items()}
+    """The folders and what each may not import: pyproject.toml's import-linter contracts, which the lint
+    gate enforces (one contract per folder, in the order written)."""
+    with (REPO_ROOT / "pyproject.toml").open("rb") as handle:
+        contracts = tomllib.load(handle)["tool"]["importlinter"]["contracts"]
+    forbidden = {contract["id"]: tuple(contract["forbidden_modules"]) for contract in contracts}
+    return tuple(forbidden), forbidden
 
 
 def layering_markdown(folders: Sequence[str], forbidden: dict[str, tuple[str, ...]]) -> str:
@@ -333,21 +321,23 @@ def download_size() -> str:
     rows.append(["the base's layers (pulled once, shared by every release)", f"{base['gzip'] / 1e6:.0f}",
                  f"{base['zstd'] / 1e6:.0f}"])
     return (f"`{data['variant']}`, measured {data['measured_at'][:10]} from the pushed manifests by the podman "
-            f"e2e test (`benchmarks/download-size.json`; zstd -{data['zstd_level']} for the image's own layers, "
-            f"-{data['zstd_base_level']} for the base's; budget {data['budget_bytes'] / 1e6:.0f} MB).\n\n"
+            f"e2e test (`benchmarks/download-size.json`; zstd: {data['zstd']}; budget "
+            f"{data['budget_bytes'] / 1e6:.0f} MB).\n\n"
             + markdown_table(["layer (MB, compressed)", "gzip", "zstd"], rows))
 
 
 GENERATORS: dict[str, Callable[[], str]] = {
-    "variants": variants, "tags": tags, "test-times": test_times, "build-speed": build_speed,
+    "variants": variants, "tags": tags, "tags-zh": tags_zh, "test-times": test_times, "build-speed": build_speed,
     "build-sizes": build_sizes, "ext-bench": ext_bench, "compile-peaks": compile_peaks, "arm64-costs": arm64_costs,
     "layering": layering, "ext-threads": ext_threads, "download-size": download_size,
 }
 
 
 def documents() -> list[Path]:
-    """Every file that may hold a generated block: the README and the docs."""
-    return [REPO_ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+    """Every file that may hold a generated block: the READMEs and the docs."""
+    from pudev.config.variant_table import pages
+
+    return pages(REPO_ROOT)
 
 
 def block_names(text: str) -> list[str]:
@@ -361,11 +351,15 @@ def rendered(text: str, cache: dict[str, str] | None = None) -> str:
         if name in HAND_WRITTEN:
             continue
         if name not in GENERATORS:
-            raise KeyError(f"<!-- {name}:start --> names no generator in pudev.devtools.docs_tables")
+            raise KeyError(f"<!-- {name}:start --> names no generator in tools/docs_tables.py")
         if block(text, markers(name)) is None:
             raise ValueError(f"<!-- {name}:start --> has no matching <!-- {name}:end -->")
         if name not in cache:
-            cache[name] = GENERATORS[name]()
+            try:
+                cache[name] = GENERATORS[name]()
+            except (KeyError, OSError, ValueError) as error:  # a benchmark file missing, or of an older format
+                raise SystemExit(f"docs_tables: error: the {name} table cannot be rendered from benchmarks/ "
+                                 f"({type(error).__name__}: {error}); run the benchmark that writes it again") from None
         text = replace_block(text, markers(name), cache[name])
     return text
 

@@ -1,8 +1,8 @@
 """Where the full test run spends its time, as data: each test's duration (setup, call and teardown
 together), summed per file, the slowest tests, and the run's wall time against the proof's budget.
-tests/conftest.py writes it after every run given `--times-report PATH` (`make test` does); a warm
-run's report is committed as benchmarks/test-times.json, and the table in docs/maintaining/proof-costs.md
-is rendered from it (pudev/devtools/docs_tables.py renders it with every other generated table)."""
+tests/conftest.py registers this recorder given `--times-report PATH` (`make test` passes it); a warm
+run's report is committed as benchmarks/test-times.json, and tools/docs_tables.py renders the table in
+docs/maintaining/proof-costs.md from it."""
 
 from __future__ import annotations
 
@@ -12,15 +12,14 @@ import platform
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from pudev.common.generated import markers, replace_block
-from pudev.common.table import markdown_table
+import pytest
 
 # `.ci/run` must stay well inside CI's hard 90 minutes: a third of it.
 BUDGET_S = 30 * 60
 SLOWEST = 20
-MARKERS = markers("test-times")
 
 
 @dataclass(frozen=True)
@@ -66,45 +65,26 @@ def summarize(times: list[TestTime], *, total_s: float, description: dict[str, A
             "files": per_file, "durations": {item.nodeid: round(item.seconds, 2) for item in times}}
 
 
-def _minutes(seconds: float) -> str:
-    whole = round(seconds)
-    return f"{whole // 60} min {whole % 60:02d} s"
+class TimesRecorder:
+    """The run's test times, written by `--times-report PATH`: each test's setup, call and teardown together,
+    and the whole session's wall time."""
 
+    def __init__(self, target: Path) -> None:
+        self.target, self.started = target, time.monotonic()
+        self.seconds: dict[str, float] = {}
+        self.outcomes: dict[str, str] = {}
 
-def markdown(report: dict[str, Any]) -> str:
-    """The docs' test-time table: the run against the budget, then the files that cost a minute or more."""
-    total, budget, box = float(report["total_s"]), float(report["budget_s"]), report["machine"]
-    outcomes = ", ".join(f"{count} {name}" for name, count in sorted(report["outcomes"].items()))
-    lines = [f"Measured {report['date']} on {box['cpus']} CPUs and {box['memory_gib']} GiB "
-             f"(`benchmarks/test-times.json`): {report['tests']} tests ({outcomes}) in **{_minutes(total)}**, "
-             f"{100 * total / budget:.0f}% of the {_minutes(budget)} budget for `.ci/run`.",
-             ""]
-    heavy = [row for row in report["files"] if row["seconds"] >= 60]
-    rows = [[f"`{row['file']}`", row["tests"], f"{row['seconds']:.0f}"] for row in heavy]
-    rest = [row for row in report["files"] if row["seconds"] < 60]
-    if rest:
-        rest_seconds = sum(row["seconds"] for row in rest)
-        rows.append([f"{len(rest)} other files", sum(row["tests"] for row in rest), f"{rest_seconds:.0f}"])
-    return "\n".join([*lines, markdown_table(["file", "tests", "seconds"], rows)])
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+        worst = self.outcomes.get(report.nodeid, "passed")
+        if report.failed:
+            worst = "failed" if report.when == "call" else "error"
+        elif report.skipped and worst == "passed":
+            worst = "skipped"
+        self.outcomes[report.nodeid] = worst
 
-
-def with_times(text: str, report: dict[str, Any]) -> str:
-    """The text with its generated test-time table replaced (unchanged without the markers)."""
-    return replace_block(text, MARKERS, markdown(report))
-
-
-# The docs page that holds the table, and the committed report it is rendered from.
-PAGE = "docs/maintaining/proof-costs.md"
-REPORT = "benchmarks/test-times.json"
-
-
-def refresh_docs(report_file: str = REPORT, page_file: str = PAGE) -> None:
-    """`python -m pudev.devtools.testtimes`: render the docs' table from the committed report."""
-    from pudev.paths import REPO_ROOT
-
-    page = REPO_ROOT / page_file
-    page.write_text(with_times(page.read_text(), json.loads((REPO_ROOT / report_file).read_text())))
-
-
-if __name__ == "__main__":
-    refresh_docs()
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        times = [TestTime(nodeid, seconds, self.outcomes[nodeid]) for nodeid, seconds in self.seconds.items()]
+        report = summarize(times, total_s=time.monotonic() - self.started, description=machine(), when=time.time())
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.target.write_text(json.dumps(report, indent=1) + "\n")

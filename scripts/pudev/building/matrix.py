@@ -1,4 +1,4 @@
-"""`pudev matrix --json`: the variant matrix as the CI workflow's job matrices. Builds run one
+"""`pudev matrix`: the variant matrix as the CI workflow's job matrices. Builds run one
 job per variant and platform, each on a runner of that platform (GitHub's hosted arm64 runners
 build arm64 natively); publishing runs one job per variant, which promotes every platform's
 candidate as one index."""

@@ -6,7 +6,6 @@ match (their `lock` name) share one file; their bases must agree.
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
@@ -14,8 +13,9 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from pudev.building.requirement_locks import layered_lock_path, lock_path, tools_lock_path
+from pudev.building.requirement_locks import lock_path, tools_lock_path
 from pudev.common.errors import PudevError
+from pudev.common.lock_file import normalize
 from pudev.config.model import Variant
 from pudev.engine import docker
 from pudev.paths import REPO_ROOT, REQUIREMENTS_DIR
@@ -52,7 +52,7 @@ def base_packages(image: str) -> list[str]:
     pins = set()
     for line in result.stdout.splitlines():
         name, _, version = line.strip().partition("==")
-        if name and version and re.sub(r"[-_.]+", "-", name).lower() not in PROTECTED:
+        if name and version and normalize(name) not in PROTECTED:
             pins.add(f"{name}=={version.split('+')[0]}")
     return sorted(pins, key=str.lower)
 
@@ -96,22 +96,8 @@ def _group(variants: Iterable[Variant]) -> dict[str, list[Variant]]:
     return groups
 
 
-def keep_layers(variant: Variant, *, keep: bool) -> Path | None:
-    """Before the variant's lock is written again: with `keep`, its package layers stay cut from the lock as
-    it is now (copied to layered_lock_path, unless an earlier --keep-layers kept one), so the pins that move
-    install over them in a step of their own; without, they are cut from the new lock (the copy removed)."""
-    layered = layered_lock_path(variant)
-    if keep and not layered.exists() and lock_path(variant).exists():
-        layered.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(lock_path(variant), layered)
-    elif not keep:
-        layered.unlink(missing_ok=True)
-    return layered if layered.exists() else None
-
-
-def write_locks(variants: list[Variant], *, without_base: bool = False, layers_kept: bool = False) -> list[Path]:
-    """One lock per lock name, resolved against its variants' bases, plus the build-only tools.
-    layers_kept: the package layers stay cut from each lock as it was (keep_layers)."""
+def write_locks(variants: list[Variant], *, without_base: bool = False) -> list[Path]:
+    """One lock per lock name, resolved against its variants' bases, plus the build-only tools."""
     written = []
     for name, members in _group(variants).items():
         bases = sorted({v.base_image for v in members})
@@ -123,13 +109,9 @@ def write_locks(variants: list[Variant], *, without_base: bool = False, layers_k
             "resolved against the packages of " + ", ".join(bases)
         header = f"# pudev lock '{name}' for {', '.join(v.name for v in members)}: {said}\n"
         target = lock_path(members[0])
-        kept = keep_layers(members[0], keep=layers_kept)
         compile_lock(REQUIREMENTS_DIR / "image.in", target, python=members[0].python, platform=members[0].platform,
                      constraints=sorted(constraints), header=header)
         written.append(target)
-        if kept is not None:
-            print(f"{target.name}: the package layers stay cut from {kept.relative_to(REPO_ROOT)}; the pins that "
-                  "moved since install over them (`pudev lock` without --keep-layers cuts them from the lock again)")
     compile_lock(REQUIREMENTS_DIR / "build-tools.in", tools_lock_path(), python=variants[0].python,
                  platform=variants[0].platform)
     return [*written, tools_lock_path()]
