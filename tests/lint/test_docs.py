@@ -15,6 +15,7 @@ from markdown import Markdown  # type: ignore[import-untyped]  # ships no type i
 from pudev.paths import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
+READMES = sorted(REPO_ROOT.glob("README*.md"))  # and its translations
 DOCS = REPO_ROOT / "docs"
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -48,7 +49,7 @@ def test_a_broken_link_or_anchor_fails_the_strict_build(tmp_path: Path, link: st
 def _heading_ids(page: Path) -> set[str]:
     """The anchors MkDocs gives the page's headings: Python-Markdown's toc, which MkDocs uses."""
     renderer = Markdown(extensions=["toc"])
-    renderer.convert(page.read_text())
+    renderer.convert(FENCE.sub("", page.read_text()))  # a `#` line in a code block is no heading
 
     def walk(tokens: list[dict[str, object]]) -> set[str]:
         found: set[str] = set()
@@ -72,11 +73,12 @@ def _relative_links(text: str) -> list[str]:
     return [link for link in LINK.findall(text) if not re.match(r"[a-z]+:", link)]
 
 
-def test_every_readme_link_resolves() -> None:
-    """README.md sits outside MkDocs' docs_dir, so its links are checked here: the file exists, and an
+@pytest.mark.parametrize("readme", READMES, ids=lambda path: path.name)
+def test_every_readme_link_resolves(readme: Path) -> None:
+    """The READMEs sit outside MkDocs' docs_dir, so their links are checked here: the file exists, and an
     anchor names a heading of that file, under MkDocs' rules and GitHub's alike (both render it)."""
-    links = _relative_links(README.read_text())
-    assert any(link.startswith("docs/") for link in links), "README.md no longer links into docs/"
+    links = _relative_links(readme.read_text())
+    assert any(link.startswith("docs/") for link in links), f"{readme.name} no longer links into docs/"
     broken = []
     for link in links:
         path, _, anchor = link.partition("#")
@@ -90,11 +92,11 @@ def test_every_readme_link_resolves() -> None:
                 broken.append(f"{link}: {target.name} has no heading with the anchor #{anchor}")
             elif anchor not in {_github_slug(heading) for heading in headings}:
                 broken.append(f"{link}: GitHub's anchor for that heading differs; reword it")
-    assert not broken, "broken links in README.md:\n" + "\n".join(broken)
+    assert not broken, f"broken links in {readme.name}:\n" + "\n".join(broken)
 
 
 def _documents() -> list[Path]:
-    return [README, *sorted(DOCS.rglob("*.md"))]
+    return [*READMES, *sorted(DOCS.rglob("*.md"))]
 
 
 def _code(text: str) -> str:
@@ -132,3 +134,17 @@ def test_every_pudev_command_the_docs_show_exists() -> None:
     assert shown, "the docs show no pudev command"
     missing = sorted(shown - known)
     assert not missing, f"the docs show pudev commands that neither CLI has: {missing}"
+
+
+def test_every_toolkit_the_docs_switch_to_is_in_an_image() -> None:
+    """`cuda-switch X.Y` on a page is a claim that some image has toolkit X.Y (it once showed 12.4, which
+    none had)."""
+    from pudev.config.loader import load_matrix
+    from pudev.paths import VARIANTS_FILE
+
+    shipped = {version for variant in load_matrix(VARIANTS_FILE).every_build() for version in variant.toolkit_versions}
+    shown = {(document.name, version) for document in _documents()
+             for version in re.findall(r"cuda-switch (\d+\.\d+)\b", _code(document.read_text()))}
+    assert shown, "the docs show no cuda-switch VERSION"
+    wrong = sorted(f"{page}: cuda-switch {version}" for page, version in shown if version not in shipped)
+    assert not wrong, f"no image has these toolkits ({', '.join(sorted(shipped))}): {wrong}"

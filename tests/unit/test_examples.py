@@ -96,6 +96,29 @@ def test_the_job_keeps_the_cluster_rules() -> None:
     assert env["LOCAL_ADDR"]["fieldRef"]["fieldPath"] == "status.podIP"
 
 
+def test_the_jupyterlab_pod_is_private_has_a_gpu_shm_and_a_secret_token() -> None:
+    documents = {doc["kind"]: doc for doc in _documents(EXAMPLES / "kubernetes" / "jupyterlab.yaml")}
+    pod, service = documents["Pod"], documents["Service"]
+    # The work outlives the pod: its claim is in a file `kubectl delete -f jupyterlab.yaml` does not touch.
+    assert "PersistentVolumeClaim" not in documents
+    (claim,) = _documents(EXAMPLES / "kubernetes" / "jupyterlab-workspace.yaml")
+    container = pod["spec"]["containers"][0]
+    assert container["command"] == ["start-jupyter"]  # no entrypoint: any uid, as the cluster starts it
+    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
+    token = next(item for item in container["env"] if item["name"] == "JUPYTER_TOKEN")
+    assert "value" not in token and token["valueFrom"]["secretKeyRef"]["key"] == "token"  # never in the manifest
+    mounts = {mount["mountPath"]: mount["name"] for mount in container["volumeMounts"]}
+    volumes = {volume["name"]: volume for volume in pod["spec"]["volumes"]}
+    assert volumes[mounts["/dev/shm"]]["emptyDir"]["medium"] == "Memory"
+    assert volumes[mounts["/workspace"]]["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    # Reached through kubectl port-forward only: a ClusterIP Service that selects this pod's named port.
+    assert service["spec"]["type"] == "ClusterIP"
+    assert service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    named = {port["name"]: port["containerPort"] for port in container["ports"]}
+    assert named[service["spec"]["ports"][0]["targetPort"]] == 8888
+
+
 def test_kubernetes_and_slurm_run_one_command() -> None:
     assert kubernetes_line() == slurm_line()
     assert kubernetes_line().startswith("exec pudev dist ")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from docs_tables import GENERATORS
 from matrices import WriteMatrix
 
 from pudev.common.generated import block, markers
 from pudev.config.loader import load_matrix
 from pudev.config.variant_table import variants_markdown, with_table
-from pudev.devtools.docs_tables import GENERATORS
 from pudev.paths import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
@@ -20,7 +20,7 @@ def test_the_matrix_tables_are_generated_from_it(page: str, name: str) -> None:
     """Which tag for my GPU and driver (README and docs), and the whole matrix (docs)."""
     body = block((REPO_ROOT / page).read_text(), markers(name))
     assert body is not None, f"{page} lost its <!-- {name}:start/end --> markers"
-    assert body == GENERATORS[name](), f"{page}'s {name} table is out of date: `python -m pudev.devtools.docs_tables`"
+    assert body == GENERATORS[name](), f"{page}'s {name} table is out of date: run `make docs`"
 
 
 def test_the_table_refresh_replaces_only_the_table(matrix_file: WriteMatrix) -> None:
@@ -31,10 +31,25 @@ def test_the_table_refresh_replaces_only_the_table(matrix_file: WriteMatrix) -> 
     assert with_table("no markers\n", matrix) == "no markers\n"
 
 
-def test_the_first_screen_has_the_build_and_the_test_command() -> None:
-    first_screen = "\n".join(README.read_text().splitlines()[:25])
+FIRST_SCREEN = 45  # lines: a laptop's terminal or browser window
+
+
+@pytest.mark.parametrize("readme", ["README.md", "README.zh-CN.md"])
+def test_the_first_screen_has_the_users_run_and_the_maintainers_two_commands(readme: str) -> None:
+    first_screen = "\n".join((REPO_ROOT / readme).read_text().splitlines()[:FIRST_SCREEN])
+    assert "docker run --rm -it --gpus all --shm-size=8g" in first_screen  # a user's quick start
     assert "make build-local" in first_screen and "make test " in first_screen
     assert "exec make test" in (REPO_ROOT / ".ci/run").read_text()  # CI runs exactly that command
+
+
+def test_the_license_is_the_one_the_images_are_labelled_with() -> None:
+    from pudev.building.labels import OCI, SourceInfo, build_labels
+    from pudev.paths import VARIANTS_FILE
+
+    variant = next(iter(load_matrix(VARIANTS_FILE).variants.values()))
+    label = build_labels(variant, SourceInfo("0" * 40, "2026-12-05T00:00:00Z", ""))[f"{OCI}.licenses"]
+    assert (REPO_ROOT / "LICENSE").read_text().startswith(f"{label} License\n")
+    assert f'license = {{ text = "{label}" }}' in (REPO_ROOT / "pyproject.toml").read_text()
 
 
 def test_the_readme_stays_a_front_page() -> None:
