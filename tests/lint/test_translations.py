@@ -1,0 +1,137 @@
+"""Every page a user reads has a Simplified Chinese translation beside it (`page.zh.md`, and
+README.zh-CN.md), and the two cannot drift: the same commands and code blocks (comments may be
+translated), the same generated tables, the same sections under the same anchors, and prose that is
+Chinese."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from markdown import Markdown  # type: ignore[import-untyped]  # ships no type information
+
+from pudev.paths import REPO_ROOT
+
+DOCS = REPO_ROOT / "docs"
+# What users read: the start pages, and everything about using the image and running it on clusters.
+USER_PAGES = sorted([*(DOCS / name for name in ("index.md", "quickstart.md", "troubleshooting.md", "faq.md",
+                                                 "glossary.md")),
+                     *((DOCS / "using").glob("*.md")), *((DOCS / "clusters").glob("*.md"))])
+PAIRS = [(REPO_ROOT / "README.md", REPO_ROOT / "README.zh-CN.md"),
+         *((page, page.with_suffix(".zh.md")) for page in USER_PAGES if not page.name.endswith(".zh.md"))]
+# The README is GitHub's page, which ignores {#id}: only the site's pages keep the anchors.
+SITE_PAIRS = PAIRS[1:]
+FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)```", re.MULTILINE | re.DOTALL)
+GENERATED = re.compile(r"<!-- ([\w-]+):start -->")
+# The Chinese page renders the same table in Chinese.
+GENERATED_ZH = {"tags": "tags-zh"}
+HEADING = re.compile(r"^(#{1,6}) (.+?)\s*$", re.MULTILINE)
+EXPLICIT_ID = re.compile(r"\s*\{#([\w-]+)\}$")
+# A shell, YAML or Dockerfile comment: from a # at the start of a line or after a space, to the end.
+COMMENT = re.compile(r"(^|\s)#(?![!{]).*$")
+COMMENTED = {"sh", "bash", "console", "yaml", "dockerfile", "toml", "python", ""}
+CJK = re.compile(r"[\u4e00-\u9fff]")
+LATIN = re.compile(r"[A-Za-z]")
+
+
+def _ids(pairs: list[tuple[Path, Path]]) -> list[str]:
+    return [pair[0].relative_to(REPO_ROOT).as_posix() for pair in pairs]
+
+
+def code_blocks(text: str) -> list[tuple[str, str]]:
+    """Each fenced block's language and its code, comments left out where the language has them."""
+    blocks = []
+    for match in FENCE.finditer(text):
+        info = match.group("info").strip().split(" ")[0]
+        lines = match.group("body").splitlines()
+        if info in COMMENTED:
+            lines = [COMMENT.sub("", line).rstrip() for line in lines]
+            lines = [line for line in lines if line.strip()]
+        blocks.append((info, "\n".join(lines)))
+    return blocks
+
+
+def generated(text: str) -> list[str]:
+    return [GENERATED_ZH.get(name, name) for name in GENERATED.findall(text)]
+
+
+def english_anchors(page: Path) -> list[str]:
+    """The anchors MkDocs gives the page's headings (a `#` line inside a code block is no heading)."""
+    renderer = Markdown(extensions=["toc"])
+    renderer.convert(FENCE.sub("", page.read_text()))
+
+    def walk(tokens: list[dict[str, object]]) -> list[str]:
+        found: list[str] = []
+        for token in tokens:
+            found.append(str(token["id"]))
+            children = token["children"]
+            assert isinstance(children, list)
+            found += walk(children)
+        return found
+
+    return walk(renderer.toc_tokens)
+
+
+def chinese_anchors(text: str) -> list[str]:
+    """The `{#id}` each heading of a Chinese page declares (a Chinese heading has no English slug)."""
+    text = FENCE.sub("", text)
+    anchors = []
+    for _, heading in HEADING.findall(text):
+        match = EXPLICIT_ID.search(heading)
+        anchors.append(match.group(1) if match else f"(no {{#id}} on '{heading}')")
+    return anchors
+
+
+def prose(text: str) -> str:
+    """The page less its code, links' targets, tables' code and HTML comments."""
+    text = FENCE.sub("", text)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    return re.sub(r"<!--.*?-->", "", text, flags=re.DOTALL)
+
+
+def test_every_user_page_is_listed() -> None:
+    assert len(PAIRS) >= 20 and all(page.exists() for page, _ in PAIRS)
+
+
+@pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=_ids(PAIRS))
+def test_a_user_page_has_a_chinese_page(english: Path, chinese: Path) -> None:
+    assert chinese.exists(), f"{english.relative_to(REPO_ROOT)} has no Chinese page: write {chinese.name}"
+
+
+@pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=_ids(PAIRS))
+def test_both_show_the_same_commands_and_code(english: Path, chinese: Path) -> None:
+    if not chinese.exists():
+        pytest.fail(f"no {chinese.name}")
+    mine, theirs = code_blocks(english.read_text()), code_blocks(chinese.read_text())
+    assert len(mine) == len(theirs), f"{english.name} has {len(mine)} code blocks, {chinese.name} {len(theirs)}"
+    for number, (block, translated) in enumerate(zip(mine, theirs, strict=True), start=1):
+        assert block == translated, f"code block {number} differs between {english.name} and {chinese.name}"
+    assert generated(english.read_text()) == generated(chinese.read_text()), "the generated tables differ"
+
+
+@pytest.mark.parametrize(("english", "chinese"), SITE_PAIRS, ids=_ids(SITE_PAIRS))
+def test_both_have_the_same_sections_under_the_same_anchors(english: Path, chinese: Path) -> None:
+    """Links into a page (`page.md#anchor`) then work in both languages."""
+    if not chinese.exists():
+        pytest.fail(f"no {chinese.name}")
+    assert chinese_anchors(chinese.read_text()) == english_anchors(english)
+
+
+@pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=_ids(PAIRS))
+def test_the_chinese_page_is_written_in_chinese(english: Path, chinese: Path) -> None:
+    if not chinese.exists():
+        pytest.fail(f"no {chinese.name}")
+    text = prose(chinese.read_text())
+    han, latin = len(CJK.findall(text)), len(LATIN.findall(text))
+    assert han >= 0.5 * latin, f"{chinese.name} reads as English: {han} Chinese characters, {latin} Latin letters"
+
+
+def test_the_checks_can_fail() -> None:
+    """A changed command, a dropped block, or a missing anchor is caught; a translated comment is not."""
+    english = "```sh\nmake test   # every test\n```\n"
+    assert code_blocks(english) == code_blocks("```sh\nmake test   # 全部测试\n```\n")
+    assert code_blocks(english) != code_blocks("```sh\nmake check   # 全部测试\n```\n")
+    assert code_blocks("```text\nfix (x): y\n```\n") != code_blocks("```text\nfix (x): z\n```\n")
+    assert chinese_anchors("## 快速上手 {#quick-start}\n## 排错\n") == ["quick-start", "(no {#id} on '排错')"]
