@@ -359,7 +359,8 @@ def render(results: list[Measurement], own: dict[str, int]) -> str:
     total = sum(own.values()) / 1e6
     return "\n".join([render_table(["scenario", "seconds", "of cold (cold: of naive)", "pulled again, MB",
                                     "steps run", "target"], rows), "",
-                      f"the image's own layers, compressed: {total:.0f} MB (target <= {OWN_LAYERS_TARGET_MB:.0f} MB)"])
+                      f"the image's own layers, compressed: {total:.0f} MB"
+                      f" (target <= {OWN_LAYERS_TARGET_MB:.0f} MB for cu121)"])
 
 
 def bench_build(out: Path, profile: str, *, checkout: Path = REPO_ROOT,

@@ -18,7 +18,7 @@ from docs_tables import (
     rendered,
 )
 
-from pudev.common.generated import block, markers
+from pudev.common.generated import block, markers, replace_block
 from pudev.paths import REPO_ROOT
 
 
@@ -48,6 +48,14 @@ def test_the_refresh_replaces_only_the_blocks(tmp_path: Path) -> None:
     text = page.read_text()
     assert text == f"intro\n{start}{GENERATORS['variants']()}{end}\nrest\n"
     assert refresh([page]) == []  # current now: nothing to write
+
+
+def test_an_empty_block_is_filled_and_read_back() -> None:
+    # An emptied block keeps only the start marker's newline before its end marker.
+    empty = "intro\n<!-- t:start -->\n<!-- t:end -->\noutro\n"
+    filled = replace_block(empty, markers("t"), "| a |")
+    assert (block(empty, markers("t")), block(filled, markers("t"))) == ("", "| a |")
+    assert filled.startswith("intro\n") and filled.endswith("\noutro\n")
 
 
 def test_the_layering_table_follows_the_rules() -> None:

@@ -15,7 +15,8 @@ def replace_block(text: str, markers: tuple[str, str], body: str) -> str:
     if start not in text or end not in text:
         return text
     before, rest = text.split(start, 1)
-    _, after = rest.split(end, 1)
+    # The end marker's newline may be the start marker's own, in an empty block.
+    _, after = ("\n" + rest).split(end, 1)
     return f"{before}{start}{body}{end}{after}"
 
 
@@ -24,4 +25,4 @@ def block(text: str, markers: tuple[str, str]) -> str | None:
     start, end = markers
     if start not in text or end not in text:
         return None
-    return text.split(start, 1)[1].split(end, 1)[0]
+    return ("\n" + text.split(start, 1)[1]).split(end, 1)[0][1:]
