@@ -154,19 +154,32 @@ def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
     docker.run(["rmi", FAULT_TAG], check=False)
     before = _containers()
     build = fresh_build(rng)
-    process = subprocess.Popen([*PUDEV, *build, "--ca-bundle", str(bundle)], cwd=REPO_ROOT,
-                               env={**os.environ, "PUDEV_ROOT": str(root)},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Ctrl-C reaches a foreground process, whose SIGINT is not ignored; a run started in the background
+    # of a shell without job control inherits it ignored. A handled signal is default again after exec.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen([*PUDEV, *build, "--ca-bundle", str(bundle)], cwd=REPO_ROOT,
+                                   env={**os.environ, "PUDEV_ROOT": str(root)},
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(process.stdout or []), daemon=True)
     reader.start()
-    # Interrupt while the OS-package step is held: it cannot finish before the gate opens.
-    deadline = time.monotonic() + 600
-    while not any(HELD in line for line in lines):
-        assert time.monotonic() < deadline and process.poll() is None, "".join(lines)[-3000:]
-        time.sleep(0.1)
-    process.send_signal(signal.SIGINT)
-    process.wait(timeout=300)
+    try:
+        # Interrupt while the OS-package step is held: it cannot finish before the gate opens.
+        deadline = time.monotonic() + 600
+        while not any(HELD in line for line in lines):
+            assert time.monotonic() < deadline and process.poll() is None, "".join(lines)[-3000:]
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=120)
+    finally:
+        # A build left running would hold pudev's build lock, and every later build would wait on it.
+        if process.poll() is None:
+            gate.open()
+            process.kill()
+            process.wait()
     reader.join(timeout=30)
     interrupted_log = "".join(lines)
     assert process.returncode == 130, interrupted_log[-3000:]
