@@ -48,3 +48,16 @@ def test_no_run_carries_more_than_two_comment_lines() -> None:
             while number - above - 1 >= 0 and lines[number - above - 1].startswith("#"):
                 above += 1
             assert above <= 2, f"docker/Dockerfile:{number + 1}: {above} comment lines above a RUN (at most 2)"
+
+
+def test_what_the_package_steps_mount_from_a_stage_is_the_same_each_time_it_is_built() -> None:
+    # A .pyc holds its install's time: a rebuilt build-tools stage (its cache pruned) would differ,
+    # and both package steps, which mount /tools, would run again (the fresh-machine run of 2026-12-05).
+    stage = ""
+    for instruction in instructions(DOCKERFILE):
+        if instruction.startswith("FROM "):
+            stage = instruction.split()[-1]
+        elif stage == "build-tools" and "pip install" in instruction:
+            assert "--no-compile" in instruction, instruction
+            return
+    raise AssertionError("no pip install in the build-tools stage")
