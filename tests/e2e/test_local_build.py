@@ -142,6 +142,7 @@ def test_another_lock_leaves_this_build_cached(local_image: LocalImage, tmp_path
     # A build-context copy in which another lock is broken, built under its own name: this
     # profile's package steps must come from the cache (they would fail or rerun if they saw that lock).
     root = build_context_copy(tmp_path)
+    _probe_build(root)  # the cache as this context leaves it, whatever the run dropped before (a prune, a restart)
     own = lock_in(root, "local")
     other = next(path for path in sorted(own.parent.glob("*.txt")) if path not in (own, own.parent / "build-tools.txt"))
     other.write_text(re.sub(r"^tqdm==\S+", "tqdm==99.0.0", other.read_text(), flags=re.MULTILINE))
@@ -154,6 +155,7 @@ def test_a_pin_of_the_rest_leaves_the_rarely_changing_step_cached(local_image: L
     of the lock's lines that needs no download): the rest's step runs again, the rarely changing one's comes
     from the cache, since each step mounts its own part of the lock alone."""
     root = build_context_copy(tmp_path)
+    _probe_build(root)  # the cache as this context leaves it, whatever the run dropped before (a prune, a restart)
     own = lock_in(root, "local")
     rarely = names_in(rarely_changing_path().read_text())
     # The rest's pin with the most hashes, in an order no earlier run built: a fixed edit (say, the
