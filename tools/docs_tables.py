@@ -15,7 +15,7 @@ from typing import Any
 import tomllib
 from bench_ext import MEMORY_CAP, Run
 
-from pudev.common.generated import block, markers, replace_block
+from pudev.common.generated import block, markers, replace_block, rewrite_files
 from pudev.common.table import markdown_table
 from pudev.paths import REPO_ROOT, VARIANTS_FILE
 
@@ -367,14 +367,7 @@ def rendered(text: str, cache: dict[str, str] | None = None) -> str:
 def refresh(paths: Sequence[Path] | None = None) -> list[Path]:
     """Render every generated block in place; returns the files that changed."""
     cache: dict[str, str] = {}
-    changed = []
-    for path in documents() if paths is None else paths:
-        text = path.read_text()
-        updated = rendered(text, cache)
-        if updated != text:
-            path.write_text(updated)
-            changed.append(path)
-    return changed
+    return rewrite_files(documents() if paths is None else paths, lambda text: rendered(text, cache))
 
 
 def main() -> None:

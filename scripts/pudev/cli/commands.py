@@ -173,6 +173,15 @@ def cmd_promote(request: Request) -> int:
     return 0
 
 
+def cmd_keep_config(request: Request) -> int:
+    from pudev.release.keep_config import keep_config
+
+    option = request.options
+    changed = keep_config(option.release, Path(option.layout))
+    print(f"{option.layout}: {changed} image(s) now carry the tested config of {option.release}")
+    return 0
+
+
 def cmd_sbom(request: Request) -> int:
     # Orchestrated here, not in release/: the SBOM is reports/' (which release/ may not import).
     from pudev.engine import docker
@@ -317,7 +326,8 @@ def cmd_changelog(request: Request) -> int:
 HANDLERS = {
     "variants": cmd_variants, "plan": cmd_plan, "build": cmd_build, "test": cmd_test, "jupyter": cmd_jupyter,
     "tags": cmd_tags,
-    "manifest": cmd_manifest, "push": cmd_push, "promote": cmd_promote, "sbom": cmd_sbom, "pin": cmd_pin,
+    "manifest": cmd_manifest, "push": cmd_push, "promote": cmd_promote, "sbom": cmd_sbom,
+    "keep-config": cmd_keep_config, "pin": cmd_pin,
     "matrix": cmd_matrix, "bake": cmd_bake,
     "clean": cmd_clean, "standins": cmd_standins, "profiles": cmd_profiles,
     "lock": cmd_lock, "new-torch": cmd_new_torch, "changelog": cmd_changelog,

@@ -123,6 +123,12 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     sbom.add_argument("--out", default="-", metavar="PATH", help="where to write it (default: stdout)")
     sbom.add_argument("--push", action="store_true", help="attach it to REGISTRY/REPO@sha256:... as an artifact")
     sbom.add_argument("--fetch", action="store_true", help="fetch the SBOM attached to REGISTRY/REPO@sha256:...")
+    keep = command("keep-config", "give the images of an OCI layout copied from RELEASE (the zstd twin skopeo "
+                                  "made) the configs of the images that passed, so the twin keeps their image ids",
+                   names="", uses=frozenset())
+    keep.add_argument("release", metavar="RELEASE", help="what the layout was copied from: REGISTRY/REPO@sha256:...")
+    keep.add_argument("layout", metavar="LAYOUT",
+                      help="the OCI layout folder (skopeo's oci:LAYOUT:TAG), edited in place")
     pin = command("pin", "write each base and toolkit image's digest into the variant file", names="",
                   uses=frozenset())
     pin.add_argument("--variants-file", default="", metavar="PATH",

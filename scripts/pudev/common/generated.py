@@ -3,6 +3,9 @@ rendered from data (the matrix, a benchmark file) and replaced whole, so tests c
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
 
 def markers(name: str) -> tuple[str, str]:
     """The start and end markers of the block called `name`: `<!-- name:start -->` ... `<!-- name:end -->`."""
@@ -26,3 +29,15 @@ def block(text: str, markers: tuple[str, str]) -> str | None:
     if start not in text or end not in text:
         return None
     return ("\n" + text.split(start, 1)[1]).split(end, 1)[0][1:]
+
+
+def rewrite_files(paths: Iterable[Path], render: Callable[[str], str]) -> list[Path]:
+    """Write `render(text)` into each file whose text it changes; the files changed."""
+    changed = []
+    for path in paths:
+        text = path.read_text()
+        updated = render(text)
+        if updated != text:
+            path.write_text(updated)
+            changed.append(path)
+    return changed

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pudev.common.cuda_drivers import driver_minimum
-from pudev.common.generated import markers, replace_block
+from pudev.common.generated import markers, replace_block, rewrite_files
 from pudev.common.gpu_arch import ARM_GPUS, arch_name, capability_of, sm_name, torch_oldest
 from pudev.common.table import markdown_table, render_table
 from pudev.common.variant import as_text, every_contract, travelling_values
@@ -120,11 +120,4 @@ def pages(root: Path) -> list[Path]:
 def refresh_pages(matrix: Matrix, root: Path) -> list[Path]:
     """Render the matrix's tables in every page under `root` that holds them; the pages changed. The
     other generated tables are the maintainers' `make docs`."""
-    changed = []
-    for page in pages(root):
-        text = page.read_text()
-        updated = with_tables(text, matrix)
-        if updated != text:
-            page.write_text(updated)
-            changed.append(page)
-    return changed
+    return rewrite_files(pages(root), lambda text: with_tables(text, matrix))
