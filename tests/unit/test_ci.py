@@ -4,6 +4,7 @@ real run (and a cheap first run on a stand-in)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -258,7 +259,12 @@ def _run_step(script: str, tmp_path: Path, env: dict[str, str]) -> subprocess.Co
     for path in files.values():
         Path(path).write_text("")
     return subprocess.run([*GITHUB_BASH, str(tmp_path / "step.sh")], cwd=tmp_path, capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", **files, **env}, check=False)
+                          env={"PATH": "/usr/bin:/bin", **files, **_checkout(), **env}, check=False)
+
+
+def _checkout() -> dict[str, str]:
+    """The checkout the in-process pudev reads (PUDEV_ROOT, where a test set it), for the step's pudev too."""
+    return {"PUDEV_ROOT": os.environ["PUDEV_ROOT"]} if os.environ.get("PUDEV_ROOT") else {}
 
 
 def _all_places(workflow: dict[str, Any]) -> list[tuple[str, object]]:

@@ -119,3 +119,32 @@ def test_bad_input_is_one_line_that_names_it(release: str, where: str, names: tu
     assert len(error.strip().splitlines()) == 1 and "Traceback" not in error
     assert all(name in error for name in names), error
     assert not list(tmp_path.iterdir()), "nothing written into a folder that is not a layout"
+
+
+@pytest.mark.parametrize(("damage", "names"), [
+    ("index-not-json", ("index.json", "not JSON")),
+    ("index-a-list", ("index.json", "not a JSON object")),
+    ("manifest-missing", ("lacks the blob", "incomplete")),
+    ("config-missing", ("lacks the config blob", "incomplete")),
+])
+def test_a_damaged_layout_is_refused_before_release_is_read(damage: str, names: tuple[str, ...], tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A layout skopeo did not finish (or one edited by hand) fails in one line, and nothing in it changes."""
+    layout = Layout(tmp_path)
+    image = layout.image(AMD, "amd64")
+    layout.tag(image)
+    manifest = layout.get(image)
+    if damage == "index-not-json":
+        (tmp_path / "index.json").write_text("{not json")
+    elif damage == "index-a-list":
+        (tmp_path / "index.json").write_text("[]")
+    else:
+        gone = image if damage == "manifest-missing" else manifest["config"]
+        (tmp_path / "blobs/sha256" / gone["digest"].removeprefix("sha256:")).unlink()
+    before = {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    # RELEASE names a registry that does not answer: the layout's check must come first.
+    assert main(["keep-config", RELEASE.by_digest("sha256:" + "d" * 64), str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1 and "Traceback" not in error
+    assert all(name in error for name in names) and "skopeo copy" in error, error
+    assert {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()} == before

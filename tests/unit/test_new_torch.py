@@ -1,121 +1,261 @@
-"""`pudev new-torch`: the move a torch release makes to the matrix, decided from the index's and the
-registry's answers alone (here given; tests/e2e/test_release_day.py asks the real index and a registry)."""
+"""`pudev new-torch`: each variant of the newest line decided on its own from the index's and the
+registry's answers (here given; tests/e2e/test_release_day.py asks a package index and a registry that
+behave like the real ones), the files that follow, and a move that lands whole or not at all.
+Releases are counted from today's matrix (its newest torch, one minor on), so these hold after any move."""
 
 from __future__ import annotations
 
+import difflib
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
+import tomllib
 
+from pudev.common.errors import PudevError
 from pudev.config.loader import load_matrix
-from pudev.devtools.new_torch import Answers, Move, changelog_entries, decide, follow_standins, unified_diff, validate
-from pudev.devtools.torch_releases import IndexBuild
+from pudev.devtools.new_torch import answers as answers_module
+from pudev.devtools.new_torch import command, relock
+from pudev.devtools.new_torch.answers import Answers, IndexBuild
+from pudev.devtools.new_torch.matrix_edit import edit_matrix
+from pudev.devtools.new_torch.pages_edit import RUN_DEFINITIONS, with_default_image
+from pudev.devtools.new_torch.readiness import Plan, decide
+from pudev.devtools.new_torch.standins_edit import edit_standins, needed_toolkits
+from pudev.devtools.new_torch.transaction import TOUCHED, step
 from pudev.paths import REPO_ROOT, STANDINS_FILE, VARIANTS_FILE
+from pudev.reports.changelog import TagState, entry_for
 
 FIXTURES = REPO_ROOT / "tests/fixtures/new-torch"
 # The matrix the day before torch 2.15.0 moved in (cu126 and cu132 on 2.14.1), and the diff of that move.
 BEFORE = FIXTURES / "variants-2.14.1.toml"
-NVIDIA_TAGS = ("12.9.1-devel-ubuntu24.04", "13.0.2-devel-ubuntu24.04", "13.0.3-devel-ubuntu24.04",
-               "13.0.3-cudnn-runtime-ubuntu24.04", "13.2.1-devel-ubuntu24.04", "13.2.1-cudnn-runtime-ubuntu24.04",
-               "13.5.0-devel-ubuntu24.04", "13.5.0-runtime-ubuntu24.04", "13.10.0-devel-ubuntu22.04")
-OFFICIAL = {"13.0": "2.15.0-cuda13.0-cudnn9-runtime", "13.2": "2.15.0-cuda13.2-cudnn9-runtime"}
+BOTH = ("linux/amd64", "linux/arm64")
+NVIDIA = ("12.9.1-devel-ubuntu24.04", "13.0.2-devel-ubuntu24.04", "13.0.3-devel-ubuntu24.04",
+          "13.0.3-cudnn-runtime-ubuntu24.04", "13.2.1-devel-ubuntu24.04", "13.2.1-cudnn-runtime-ubuntu24.04",
+          "13.5.0-devel-ubuntu24.04", "13.5.0-runtime-ubuntu24.04", "13.10.0-devel-ubuntu22.04")
+TODAY = tomllib.loads(VARIANTS_FILE.read_text())
+NEWEST = max((str(t["torch"]) for t in TODAY["variants"].values()), key=lambda v: tuple(map(int, v.split("."))))
+LINE = sorted((name for name, t in TODAY["variants"].items() if t["torch"] == NEWEST),
+              key=lambda name: tuple(map(int, str(TODAY["variants"][name]["cuda"]).split("."))))
+CUDAS = [str(TODAY["variants"][name]["cuda"]) for name in LINE]
+NEXT = f"{NEWEST.split('.')[0]}.{int(NEWEST.split('.')[1]) + 1}.0"
 
 
-def _answers(**changes: object) -> Answers:
-    return Answers(**{"torch": "2.15.0", "index_cuda": "13.2", "official": OFFICIAL, "cuda_tags": NVIDIA_TAGS,
-                      "torchvision": "0.29.2", **changes})  # type: ignore[arg-type]
+def _answers(torch: str, cudas: list[str], *, pushed: list[str] | None = None, default: str = "",
+             tags: tuple[str, ...] = NVIDIA) -> Answers:
+    """The index has `torch` for `cudas` on both platforms, `pip install torch` gives `default` (else the
+    newest), and the registry has the official image of each of `pushed` (else of every one)."""
+    official = {cuda: f"{torch}-cuda{cuda}-cudnn9-runtime" for cuda in (cudas if pushed is None else pushed)}
+    runtime = tuple(f"{cuda}.0-cudnn-runtime-ubuntu24.04" for cuda in cudas)
+    return Answers(IndexBuild(torch, default or cudas[-1], "0.99.0", "2026-12-22"),
+                   frozenset((cuda, platform) for cuda in cudas for platform in BOTH), official, (*tags, *runtime))
+
+
+def _moved(text: str, answers: Answers) -> tuple[Plan, str]:
+    plan = decide(tomllib.loads(text), answers)
+    return plan, edit_matrix(text, plan, answers).text if plan.status == "ready" else text
 
 
 def test_the_move_to_2_15_0_is_the_diff_a_maintainer_reviews() -> None:
-    move = decide(BEFORE.read_text(), _answers())
-    assert move.summary == "ready 2.15.0: moves cu132; adds cu130; keeps cu126 on 2.14.1"
-    assert (move.moved, move.added, move.stayed, move.latest) == (("cu132",), ("cu130",), ("cu126",), "cu132")
-    assert move.toolkits_added == ("13.0", "13.5")  # torch's own new CUDA, and NVIDIA's newest 13.x
-    expected = (FIXTURES / "variants-2.15.0.diff").read_text()
-    assert unified_diff("docker/variants.toml", BEFORE.read_text(), move.text) == expected
+    answers = _answers("2.15.0", ["13.0", "13.2"], tags=NVIDIA)
+    plan, text = _moved(BEFORE.read_text(), answers)
+    assert plan.summary == "ready 2.15.0: moves cu132, cu130 (new); drops cu126; latest cu126 → cu132"
+    assert [d.line.split(":")[0:2] for d in plan.decisions] == [["cu126", " dropped on torch 2.14.1"],
+                                                                ["cu132", " ready on torch 2.14.1"],
+                                                                ["cu130 (new)", " ready"]]
+    assert "torch's index has no CUDA 12.6 build" in plan.decisions[0].line
+    diff = "".join(difflib.unified_diff(BEFORE.read_text().splitlines(True), text.splitlines(True),
+                                        "a/docker/variants.toml", "b/docker/variants.toml"))
+    assert diff == (FIXTURES / "variants-2.15.0.diff").read_text()
 
 
-def test_the_moved_matrix_loads_and_keeps_what_the_release_did_not_touch(tmp_path: Path) -> None:
-    move = decide(BEFORE.read_text(), _answers())
-    new, old = validate(move.text, tmp_path / "variants.toml"), load_matrix(BEFORE)
-    assert new.variants["cu130"].base_image == "pytorch/pytorch:2.15.0-cuda13.0-cudnn9-runtime"
-    arm = new.builds["cu130"]["linux/arm64"]
-    assert (arm.base_image, arm.torch_index) == ("nvidia/cuda:13.0.3-cudnn-runtime-ubuntu24.04",
-                                                 "https://download.pytorch.org/whl/cu130")
-    for name in ("cu118", "cu121", "cu126"):
-        assert new.variants[name] == old.variants[name] or name == old.default_variant
-    assert new.default_variant == "cu132" and new.variants["cu126"].torch == "2.14.1"
+def test_images_pushed_one_at_a_time_move_one_variant_a_run_and_end_where_one_run_would() -> None:
+    """The ordinary release day: the index has every build, the official images arrive over hours."""
+    today = VARIANTS_FILE.read_text()
+    first, text = _moved(today, _answers(NEXT, CUDAS, pushed=[]))
+    assert first.status == "waiting" and text == today
+    assert all(d.status == "waiting" and f"pytorch/pytorch:{NEXT}-cuda{d.cuda}-cudnn*-runtime" in d.line
+               for d in first.decisions)
+    texts = [today]
+    for count in range(1, len(CUDAS) + 1):
+        plan, moved = _moved(texts[-1], _answers(NEXT, CUDAS, pushed=CUDAS[-count:]))
+        assert plan.named("ready") == (LINE[-count],), plan.summary
+        assert set(plan.named("waiting")) == set(LINE[:-count]), "a variant without its image was dropped"
+        texts.append(moved)
+    assert texts[-1] == _moved(today, _answers(NEXT, CUDAS))[1]
+    again = decide(tomllib.loads(texts[-1]), _answers(NEXT, CUDAS))
+    assert again.status == "current" and [d.status for d in again.decisions] == ["current"] * len(LINE)
 
 
-@pytest.mark.parametrize(("answers", "status"), [
-    (_answers(torch="2.14.1"), "current"),
-    (_answers(torch="2.13.0"), "current"),
-    (_answers(official={}), "waiting"),
+def test_a_release_without_a_build_for_a_cuda_drops_that_variant_alone() -> None:
+    plan, text = _moved(VARIANTS_FILE.read_text(), _answers(NEXT, CUDAS[1:]))
+    assert plan.named("dropped") == (LINE[0],) and plan.named("ready") == tuple(LINE[1:])
+    new = tomllib.loads(text)["variants"]
+    assert new[LINE[0]]["torch"] == NEWEST and all(new[name]["torch"] == NEXT for name in LINE[1:])
+    after = decide(tomllib.loads(text), _answers(NEXT, CUDAS[1:]))
+    assert after.status == "current" and LINE[0] not in {d.variant for d in after.decisions}
+
+
+def test_latest_follows_pip_install_torch_once_its_variant_is_on_the_release() -> None:
+    """The release adds a CUDA and makes it the index's default: latest waits for that variant's image."""
+    cuda = f"{CUDAS[-1].split('.')[0]}.{int(CUDAS[-1].split('.')[1]) + 2}"
+    name = "cu" + cuda.replace(".", "")
+    tags = (*NVIDIA, f"{cuda}.0-devel-ubuntu24.04")
+    plan, text = _moved(VARIANTS_FILE.read_text(), _answers(NEXT, [*CUDAS, cuda], pushed=CUDAS, tags=tags))
+    assert plan.latest == TODAY["default_variant"] and plan.named("waiting") == (name,)
+    later, final = _moved(text, _answers(NEXT, [*CUDAS, cuda], tags=tags))
+    assert later.named("ready") == (name,) and later.latest == name
+    matrix = tomllib.loads(final)
+    assert matrix["default_variant"] == name and matrix["variants"][name]["torch"] == NEXT
+    assert cuda in matrix["toolkits"]
+
+
+def test_a_new_toolkit_the_same_day_joins_the_rule_matrix_without_listing_toolkits(tmp_path: Path) -> None:
+    newer = f"{CUDAS[-1].split('.')[0]}.9"
+    tags = (*NVIDIA, f"{newer}.0-devel-ubuntu24.04")
+    _, text = _moved(VARIANTS_FILE.read_text(), _answers(NEXT, CUDAS, tags=tags))
+    (tmp_path / "variants.toml").write_text(text)
+    new = load_matrix(tmp_path / "variants.toml")
+    assert all(newer in new.variants[name].toolkit_versions for name in LINE)
+    assert '[toolkits."' + newer + '"]' in text and "toolkits = [" not in text.split("[variants.cu126]")[1]
+
+
+def test_a_version_older_or_malformed_is_refused_before_any_question(capsys: pytest.CaptureFixture[str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from cli_support import fails
+
+    def asked(*_: object, **__: object) -> None:
+        raise AssertionError("the index was asked")
+    monkeypatch.setattr(answers_module, "torch_build", asked)
+    assert "VERSION abc: not a torch release; write X.Y.Z" in fails(["new-torch", "abc"], capsys)
+    assert f"VERSION 2.5.1: older than the newest line's torch {NEWEST}" in fails(["new-torch", "2.5.1"], capsys)
+    assert "--registry bad/host: not a registry host" in fails(["new-torch", "--registry", "bad/host"], capsys)
+    assert "--torch-index ftp://x: not an index URL" in fails(["new-torch", "--torch-index", "ftp://x"], capsys)
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    (None, "not found"), (b"", "is empty"), (b"\xff\xfe torch", "is not UTF-8"), (b"[variants\n", "not valid TOML"),
 ])
-def test_nothing_moves_before_the_release_has_its_official_images(answers: Answers, status: str) -> None:
-    move = decide(BEFORE.read_text(), answers)
-    assert move.status == status and move.text == ""
-    assert move.summary.startswith(f"{status} {answers.torch}")
-    if status == "waiting":
-        assert "pytorch/pytorch has no 2.15.0-cuda*-runtime tag" in move.summary
+def test_a_bad_variants_file_is_one_line_naming_the_flag(content: bytes | None, problem: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from cli_support import fails
+
+    path = tmp_path / "variants.toml"
+    if content is not None:
+        path.write_bytes(content)
+    line = fails(["new-torch", "--check", "--variants-file", str(path)], capsys)
+    assert problem in line and "--variants-file" in line
+    assert sorted(tmp_path.iterdir()) == ([path] if content is not None else [])
 
 
-def test_latest_stays_where_the_index_build_has_no_official_image() -> None:
-    move = decide(BEFORE.read_text(), _answers(index_cuda="13.4"))
-    assert move.latest == "cu126"
-    assert any("CUDA 13.4 build" in note and "latest stays cu126" in note for note in move.notes)
+def test_the_stand_in_profile_follows_latest_to_a_new_cuda_with_a_recipe_for_its_toolkit(tmp_path: Path) -> None:
+    cuda = f"{CUDAS[-1].split('.')[0]}.{int(CUDAS[-1].split('.')[1]) + 2}"
+    name = "cu" + cuda.replace(".", "")
+    answers = _answers(NEXT, [*CUDAS, cuda], tags=(*NVIDIA, f"{cuda}.0-devel-ubuntu24.04"))
+    plan, text = _moved(VARIANTS_FILE.read_text(), answers)
+    (tmp_path / "variants.toml").write_text(text)
+    new = load_matrix(tmp_path / "variants.toml")
+    before = STANDINS_FILE.read_text()
+    needed = needed_toolkits(before, plan, answers.build, new)
+    assert needed == [cuda]  # the other toolkit of the new variant has a stand-in already
+    after = edit_standins(before, plan, answers.build, new, {cuda: (f"{cuda}.1", f"{cuda}.77")})
+    data = tomllib.loads(after)
+    profile = next(t for t in data["profiles"].values() if t["variant"] == name)
+    assert "torch" not in profile
+    stand_in = next(t for t in data["pytorch"].values() if t["image"] == profile["base_image"])
+    assert stand_in["args"]["TORCH_VERSION"] == NEXT and stand_in["args"]["TORCH_CUDA"] == cuda
+    named = {key.split(".", 1)[1].rsplit(".", 1)[0] for key in profile if key.startswith("toolkit.")}
+    assert named == set(new.variants[name].toolkit_versions) and named <= set(data["toolkits"])
+    assert "cuda-toolkit[" in data["toolkits"][cuda]["args"]["WHEELS"] and f"=={cuda}.1" in \
+        data["toolkits"][cuda]["args"]["WHEELS"] and f"nvidia-nvjitlink=={cuda}.77" in \
+        data["toolkits"][cuda]["args"]["WHEELS"]
+    assert name in profile["lock"]
 
 
-def test_today_the_newest_line_is_current() -> None:
-    """The real matrix already holds what the index gives: the daily check finds nothing to do."""
-    matrix = load_matrix(VARIANTS_FILE)
-    newest = max((variant.torch for variant in matrix.variants.values()), key=lambda v: tuple(map(int, v.split("."))))
-    assert decide(VARIANTS_FILE.read_text(), _answers(torch=newest)).status == "current"
+def test_the_stand_in_profile_keeps_its_torch_while_latest_waits() -> None:
+    cuda = f"{CUDAS[-1].split('.')[0]}.{int(CUDAS[-1].split('.')[1]) + 2}"
+    answers = _answers(NEXT, [*CUDAS, cuda], pushed=CUDAS)
+    plan, _ = _moved(VARIANTS_FILE.read_text(), answers)
+    before = STANDINS_FILE.read_text()
+    after = edit_standins(before, plan, answers.build, load_matrix(VARIANTS_FILE), {})
+    profile = next(t for t in tomllib.loads(after)["profiles"].values() if t["variant"] in LINE)
+    assert profile["torch"] == NEWEST
 
 
-def test_a_release_the_rule_matrix_moves_keeps_its_toolkits_derived(tmp_path: Path) -> None:
-    """Today's matrix names no toolkits for the newest line: a move edits torch and the bases alone."""
-    official = {"13.2": "2.16.0-cuda13.2-cudnn9-runtime", "13.6": "2.16.0-cuda13.6-cudnn9-runtime"}
-    tags = (*NVIDIA_TAGS, "13.6.0-devel-ubuntu24.04", "13.6.0-cudnn-runtime-ubuntu24.04")
-    move = decide(VARIANTS_FILE.read_text(), _answers(torch="2.16.0", official=official, cuda_tags=tags,
-                                                      index_cuda="13.6"))
-    assert (move.moved, move.added, move.stayed, move.latest) == (("cu132",), ("cu136",), ("cu130",), "cu136")
-    new = validate(move.text, tmp_path / "variants.toml")
-    assert new.variants["cu132"].toolkit_versions == ("13.2", "13.6")  # the rule follows the new newest 13.x
-    assert new.variants["cu136"].toolkit_versions == ("13.5", "13.6")  # the newest other 13.x
-    diff = unified_diff("docker/variants.toml", VARIANTS_FILE.read_text(), move.text)
-    assert "toolkits =" not in "".join(line for line in diff.splitlines(keepends=True) if line.startswith("+"))
+def test_compose_and_the_devcontainer_name_latests_image() -> None:
+    for name in RUN_DEFINITIONS:
+        text = (REPO_ROOT / name).read_text()
+        assert "example/dev:cu999" in with_default_image(text, "example/dev:cu999")
+        assert with_default_image(text, "example/dev:cu999").count("cu999") == 1
 
 
-def test_the_stand_ins_of_a_moved_variant_follow_the_release() -> None:
-    """The profile that stands in for a moved variant builds the release too: its PyTorch stand-in is renamed
-    and pinned to the release and the torchvision that requires it; no other stand-in changes."""
-    text = STANDINS_FILE.read_text()
-    matrix = load_matrix(VARIANTS_FILE)
-    newest = max((v.torch for v in matrix.variants.values()), key=lambda v: tuple(map(int, v.split("."))))
-    moved = tuple(name for name, v in matrix.variants.items() if v.torch == newest)
-    move = Move("ready", newest, "9.9.0", moved=moved)
-    after, renamed = follow_standins(text, move, IndexBuild("9.9.0", "13.2", "0.99.0"))
-    assert renamed, "no stand-in followed the newest line"
-    changed = [line for line in unified_diff("standins.toml", text, after).splitlines()
-               if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))]
-    assert changed and all("9.9.0-cuda13.2" in line or newest in line or "0.99.0" in line for line in changed)
-    assert 'TORCH_VERSION = "9.9.0"' in after and 'TORCHVISION_VERSION = "0.99.0"' in after
-    untouched = Move("ready", newest, "9.9.0", moved=())
-    assert follow_standins(text, untouched, IndexBuild("9.9.0", "13.2", "0.99.0")) == (text, [])
+def test_the_changelog_entry_says_what_each_tag_moved_to() -> None:
+    old = TagState("cu126", "2.14.1", "12.6", ("12.6", "13.2"), BOTH, True, "3.12")
+    was = TagState("cu132", "2.14.1", "13.2", ("12.6", "13.2"), BOTH, False, "3.12")
+    found = entry_for(TagState("cu132", "2.15.0", "13.2", ("13.2", "13.5"), BOTH, True, "3.12"), [old, was],
+                      date="2026-10-28")
+    assert found is not None
+    _, text = found
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| `")}
+    assert set(rows) == {"`cu132`", "`latest`"} and "## 2026-10-28:" in text
+    assert "2.14.1 → **2.15.0**" in rows["`cu132`"] and "cu126 → **cu132**" in rows["`latest`"]
+    assert "pull `cu126` instead" in text and "`2.14.1-cu132-py3.12`, stays where it is" in text
+    assert "listed once the images are published" in text
 
 
-def test_the_changelog_entry_says_what_each_tag_moved_to(tmp_path: Path) -> None:
-    move = decide(BEFORE.read_text(), _answers())
-    old, new = load_matrix(BEFORE), validate(move.text, tmp_path / "variants.toml")
-    entries = {key.split(" toolkits")[0]: text for key, text in changelog_entries(old, new, date="2026-12-05")}
-    assert set(entries) == {"cu132 torch 2.15.0", "cu130 torch 2.15.0"}  # cu126 holds what it held
-    cu132 = entries["cu132 torch 2.15.0"]
-    rows = {line.split("|")[1].strip(): line for line in cu132.splitlines() if line.startswith("| `")}
-    assert set(rows) == {"`cu132`", "`latest`"}
-    assert "2.14.1 → **2.15.0**" in rows["`cu132`"] and "12.6 + 13.2" in rows["`cu132`"]
-    # latest moves from cu126: another variant, CUDA and driver; the entry says so, with the way back.
-    assert "cu126 → **cu132**" in rows["`latest`"] and "12.6 → **13.2**" in rows["`latest`"]
-    assert "≥ 525.60.13" in rows["`latest`"] and "≥ 580" in rows["`latest`"]
-    assert "pull `cu126` instead" in cu132 and "`2.14.1-cu132-py3.12`, stays where it is" in cu132
-    assert "(new)" in entries["cu130 torch 2.15.0"] and "listed once the images are published" in cu132
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of what a move touches, as the command's checkout."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in TOUCHED:
+        source = REPO_ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, root / name)
+        elif source.exists():
+            shutil.copy(source, root / name)
+    monkeypatch.setattr(command, "REPO_ROOT", root)
+    monkeypatch.setattr(command, "ask", lambda options, data: _answers(NEXT, CUDAS))
+    return root
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_failed_step_leaves_the_tree_as_it_was_and_a_rerun_finishes(tree: Path, capsys: pytest.CaptureFixture[str],
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _snapshot(tree)
+    options = command.Options(variants_file=tree / "docker/variants.toml")
+
+    def fails(_copy: Path, *args: str) -> str:
+        raise PudevError("`pudev lock`: locking x.txt failed: no network")
+    monkeypatch.setattr(relock, "pudev_in", fails)
+    with pytest.raises(PudevError, match="stopped at the locks step, the tree is unchanged"):
+        command.run(options, sys.stdout)
+    assert _snapshot(tree) == before
+    asked: list[tuple[str, ...]] = []
+    def records(_copy: Path, *args: str) -> str:
+        asked.append(args)
+        return ""
+    monkeypatch.setattr(relock, "pudev_in", records)
+    assert command.run(options, sys.stdout) == 0
+    out = capsys.readouterr().out
+    after = _snapshot(tree)
+    moved = tomllib.loads(after["docker/variants.toml"].decode())
+    assert all(moved["variants"][name]["torch"] == NEXT for name in LINE)
+    assert "wrote CHANGELOG.md" in out and f"torch {NEXT}" in after["CHANGELOG.md"].decode()
+    assert "## 2026-12-22:" in after["CHANGELOG.md"].decode()  # the index's upload day, not the clock's
+    assert any(args[:2] == ("lock", "--profile") for args in asked)
+    assert {args[args.index("--platform") + 1] for args in asked} == set(BOTH)
+    assert not any(NEWEST in name for name in after if name.startswith("requirements/lock/torch"))
+    assert any(NEXT in name for name in after if name.startswith("requirements/lock/torch"))
+    assert not any(name.endswith(".new-torch") for name in after)  # no staged file left behind
+
+
+def test_a_step_names_itself_in_its_error() -> None:
+    def broken() -> None:
+        raise PudevError("no cuda-toolkit==13.9.* wheels yet; rerun once NVIDIA has published them")
+    with pytest.raises(PudevError) as raised:
+        step("stand-ins", broken)
+    assert "stand-ins step, the tree is unchanged" in str(raised.value) and "rerun" in str(raised.value)

@@ -293,32 +293,36 @@ def cmd_lock(request: Request) -> int:
 
 
 def cmd_new_torch(request: Request) -> int:
-    from pudev.devtools.new_torch import Options, run
-    from pudev.paths import VARIANTS_FILE
+    from pudev.devtools.new_torch.command import Options, run
 
     option = request.options
-    return run(Options(version=option.version, registry=option.registry,
-                       variants_file=Path(option.variants_file) if option.variants_file else VARIANTS_FILE,
+    return run(Options(version=option.version, registry=option.registry, torch_index=option.torch_index,
+                       variants_file=Path(option.variants_file) if option.variants_file else None,
                        dry_run=option.dry_run, check=option.check, without_base=option.without_base), sys.stdout)
 
 
 def cmd_changelog(request: Request) -> int:
-    from pudev.reports.changelog import from_manifests, today, with_entry
+    from pudev.common.inputs import InputFile
+    from pudev.reports.changelog import checked_date, from_manifests, today, with_entry
     from pudev.reports.manifest_diff import load_manifest
 
     option = request.options
+    date = checked_date(option.date, "--date") if option.date else today()
+    path = None if option.out == "-" else output_file(option.out, "--out")
+    existing = InputFile(path, "changelog", "--out", "name a Markdown changelog, or - for stdout") \
+        if path and path.exists() and path.stat().st_size else None
+    changelog = existing.read_text() if existing else ""  # a binary or unreadable file fails before any work
     after = load_manifest(option.after, position="AFTER", build_hint="pudev build VARIANT")
     before = [load_manifest(item, position="--before", build_hint="pudev build VARIANT") for item in option.before]
-    found = from_manifests(after, before, date=option.date or today())
+    found = from_manifests(after, before, date=date)
     if found is None:
         print("the tag's image holds the same torch, CUDA, toolkits and platforms as before: no entry")
         return 0
     key, text = found
-    if option.out == "-":
+    if path is None:
         print(text)
         return 0
-    path = Path(option.out)
-    path.write_text(with_entry(path.read_text() if path.exists() else "", key, text))
+    path.write_text(with_entry(changelog, key, text))
     print(f"wrote the entry '{key}' into {path}")
     return 0
 

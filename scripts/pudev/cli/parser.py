@@ -156,10 +156,15 @@ def _add_maintenance_commands(command: Callable[..., argparse.ArgumentParser]) -
                            help="the matrix file (default: docker/variants.toml)")
     new_torch.add_argument("--registry", default="docker.io", metavar="HOST",
                            help="where the official images are (default: docker.io)")
+    new_torch.add_argument("--torch-index", default="https://download.pytorch.org/whl", metavar="URL",
+                           help="torch's own index, the folder of its cuXYZ indexes: which CUDA builds a release has "
+                                "(default: https://download.pytorch.org/whl)")
     new_torch.add_argument("--check", action="store_true",
-                           help="only print where the release stands: `current`, `waiting` (no official image yet) "
-                                "or `ready`, then the version")
-    new_torch.add_argument("--dry-run", action="store_true", help="print the change as a diff and write nothing")
+                           help="only print where the release stands: a first line `current|waiting|ready VERSION: "
+                                "...`, then one line per variant (current, waiting and for what, ready, dropped)")
+    new_torch.add_argument("--dry-run", action="store_true",
+                           help="make the whole move in a scratch copy, print what it would change (every file, "
+                                "locks included, and the diffs) and write nothing")
     new_torch.add_argument("--without-base", action="store_true",
                            help="lock without the base images' packages (where they cannot be pulled)")
     changelog = command("changelog", "write the CHANGELOG.md entry of a tag that moved, from the manifests of the "

@@ -27,7 +27,8 @@ DiffIds = tuple[str, ...]
 def keep_config(release: str, layout: Path) -> int:
     """The command: the layout checked first, then RELEASE read; returns how many images changed."""
     parse_digest_ref(release, flag=FLAG)
-    _index_file(layout)
+    for descriptor in _json(layout, _index_file(layout), "index.json").get("manifests") or []:
+        _check(layout, descriptor)
     return apply_configs(layout, tested_configs(release))
 
 
@@ -60,6 +61,31 @@ def _index_file(layout: Path) -> Path:
     if not top.is_file():
         raise PudevError(f"{FLAG}: {layout} has no index.json, so it is not an OCI layout; {SKOPEO_HINT}")
     return top
+
+
+def _json(layout: Path, path: Path, what: str) -> dict[str, Any]:
+    """A layout's JSON document, or a one-line error: a layout skopeo did not finish writing is not used."""
+    try:
+        document = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise PudevError(f"{FLAG}: {layout} lacks {what}, so the layout is incomplete; {SKOPEO_HINT} again") from None
+    except (OSError, ValueError):
+        raise PudevError(f"{FLAG}: {what} in {layout} is not JSON, so the layout is damaged; {SKOPEO_HINT} "
+                         "again") from None
+    if not isinstance(document, dict):
+        raise PudevError(f"{FLAG}: {what} in {layout} is not a JSON object; {SKOPEO_HINT} again")
+    return document
+
+
+def _check(layout: Path, descriptor: Any) -> None:
+    """Every manifest and config the layout names is there and is JSON, before anything is written."""
+    digest = str(descriptor.get("digest", "")) if isinstance(descriptor, dict) else ""
+    document = _json(layout, _blob(layout, digest), f"the blob {digest[:19] or '(no digest)'}")
+    for child in document.get("manifests") or []:
+        _check(layout, child)
+    if "config" in document:
+        config = str(document["config"].get("digest", ""))
+        _json(layout, _blob(layout, config), f"the config blob {config[:19]}")
 
 
 def _blob(layout: Path, digest: str) -> Path:

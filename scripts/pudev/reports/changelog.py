@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pudev.common.cuda_drivers import driver_minimum
+from pudev.common.errors import PudevError
 from pudev.common.table import markdown_table
 from pudev.paths import REPO_ROOT
 from pudev.reports.manifest_diff import Change, package_changes
@@ -43,6 +44,7 @@ class TagState:
     toolkits: tuple[str, ...]
     platforms: tuple[str, ...]
     latest: bool = False
+    python: str = ""
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -56,7 +58,7 @@ def state_of_manifest(manifest: dict[str, Any]) -> TagState:
     platforms = tuple(filter(None, labels.get("org.pudev.platforms", "").split(",")))
     return TagState(record.get("variant", "?"), record.get("torch", "?"), record.get("cuda", "?"),
                     tuple(t["version"] for t in record.get("toolkits") or []), platforms,
-                    labels.get("org.pudev.latest") == "true")
+                    labels.get("org.pudev.latest") == "true", str(record.get("python", "")))
 
 
 @dataclass(frozen=True)
@@ -131,18 +133,45 @@ def moved(before: TagState | None, after: TagState) -> bool:
         (after.variant, after.torch, after.cuda, after.toolkits, after.platforms)
 
 
+def notes_of(moves: Sequence[Move]) -> list[str]:
+    """What a user of a moved tag must know: `latest` on another variant (and the way back), and the versioned
+    tag of the image the variant's own tag held, which stays."""
+    notes = []
+    for move in moves:
+        before, after = move.before, move.after
+        if before is None:
+            continue
+        if move.tag == "latest" and before.variant != after.variant:
+            notes.append(f"`latest` moves from {before.variant} to {after.variant}: `pip install torch` gives the "
+                         f"CUDA {after.cuda} build of torch {after.torch}. Where the host's driver is older than "
+                         f"{after.variant} needs, pull `{before.variant}` instead.")
+        if move.tag == after.variant and before.torch != after.torch and before.python:
+            notes.append(f"The versioned tag of the image `{after.variant}` held until now, "
+                         f"`{before.torch}-{after.variant}-py{before.python}`, stays where it is.")
+    return notes
+
+
+def entry_for(after: TagState, previous: Sequence[TagState], *, date: str,
+              packages: Callable[[Move], dict[str, list[Change]]] | None = None) -> tuple[str, str] | None:
+    """(key, entry) for the image `after` and the states its tags held before (`previous`; a tag none of them
+    carried is new), or None when no tag moved. `packages`: the package changes behind a move (the published
+    images' manifests), else the entry says they follow."""
+    moves = moves_of(after, previous)
+    if not any(moved(move.before, after) for move in moves):
+        return None
+    found = None if packages is None else {move.tag: packages(move) for move in moves if move.before is not None}
+    key = entry_key(after)
+    return key, entry(key, title(date, after), moves, packages=found, notes=notes_of(moves))
+
+
 def from_manifests(after: dict[str, Any], before: Sequence[dict[str, Any]], *, date: str) -> tuple[str, str] | None:
     """(key, entry) for the image `after` and the images its tags pointed at `before` (`pudev manifest`
     JSONs); a tag none of them carried is new. None when the variant's own tag moved to the same state."""
-    new = state_of_manifest(after)
     previous = [(state_of_manifest(manifest), manifest) for manifest in before]
-    moves = moves_of(new, [state for state, _ in previous])
-    if not any(moved(move.before, new) for move in moves):
-        return None
-    packages = {move.tag: package_changes(next(m for s, m in previous if s is move.before), after)
-                for move in moves if move.before is not None}
-    key = entry_key(new)
-    return key, entry(key, title(date, new), moves, packages=packages)
+
+    def packages(move: Move) -> dict[str, list[Change]]:
+        return package_changes(next(m for s, m in previous if s is move.before), after)
+    return entry_for(state_of_manifest(after), [state for state, _ in previous], date=date, packages=packages)
 
 
 def with_entry(changelog: str, key: str, text: str) -> str:
@@ -157,6 +186,16 @@ def with_entry(changelog: str, key: str, text: str) -> str:
     head = changelog[:first].rstrip("\n") + "\n\n"
     rest = changelog[first:]
     return head + text.rstrip("\n") + "\n" + ("\n" + rest if rest else "")
+
+
+def checked_date(text: str, flag: str) -> str:
+    """A calendar date written YYYY-MM-DD, or a one-line error naming `flag`."""
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            return datetime.date.fromisoformat(text).isoformat()
+    except ValueError:
+        pass
+    raise PudevError(f"{flag} {text}: not a date; write YYYY-MM-DD, e.g. 2026-12-22")
 
 
 def today() -> str:
