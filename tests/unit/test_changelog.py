@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+from cli_support import fails
+
 from pudev.cli import main
 from pudev.reports.changelog import HEADER, from_manifests, with_entry
 
@@ -87,3 +90,23 @@ def test_a_file_that_is_no_manifest_is_one_line_naming_it(tmp_path: Path, capsys
     assert main(["changelog", str(bad), "--out", "-"]) != 0
     error = capsys.readouterr().err.strip()
     assert "\n" not in error and "bad.json" in error and "AFTER" in error and "pudev manifest" in error
+
+
+@pytest.mark.parametrize(("flag", "value", "names"), [
+    ("--date", "2026-13-45", ("--date 2026-13-45", "not a date", "YYYY-MM-DD")),
+    ("--date", "22/12/2026", ("--date 22/12/2026", "not a date")),
+    ("--out", "{tmp}", ("--out", "a folder, not a file")),
+    ("--out", "{tmp}/missing/CHANGELOG.md", ("--out", "no folder", "create it")),
+    ("--out", "{tmp}/binary.md", ("binary.md", "--out", "not UTF-8")),
+])
+def test_a_bad_flag_is_one_line_and_nothing_is_written(flag: str, value: str, names: tuple[str, ...],
+                                                       tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Checked before the manifests are read: the entry never lands in a wrong heading or a wrong file."""
+    (tmp_path / "binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps(NEW_132))
+    before = {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    out = ["--out", str(tmp_path / "CHANGELOG.md")] if flag != "--out" else []
+    line = fails(["changelog", str(new), flag, value.format(tmp=tmp_path), *out], capsys)
+    assert all(name in line for name in names), line
+    assert {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()} == before

@@ -731,3 +731,63 @@ def test_the_release_day_step_refuses_a_line_without_a_status(tmp_path: Path) ->
     pudev.write_text("#!/bin/sh\necho 'pudev: error: the index is down' >&2\nexit 2\n")
     broken = _run_step(step["run"], tmp_path, {"VERSION": "", "NEW_TORCH_REGISTRY": ""})
     assert broken.returncode != 0 and (tmp_path / "github_output").read_text() == ""
+
+
+def _move_step(name: str) -> str:
+    return str(next(step for step in _workflow(NEW_TORCH)["jobs"]["move"]["steps"]
+                    if step.get("name", "").startswith(name))["run"])
+
+
+def _git(folder: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=folder, capture_output=True, text=True, check=True).stdout
+
+
+def test_a_failed_move_fails_its_step_under_githubs_default_shell(tmp_path: Path) -> None:
+    """GitHub runs a `run:` without `shell:` as `bash -e`: no pipefail, so `pudev ... | tee` would pass."""
+    pudev = tmp_path / ".venv/bin/pudev"
+    pudev.parent.mkdir(parents=True)
+    pudev.write_text("#!/bin/sh\necho 'pudev: error: new-torch stopped at the locks step' >&2\nexit 2\n")
+    pudev.chmod(0o755)
+    (tmp_path / "step.sh").write_text(_move_step("Move what is ready"))
+    result = subprocess.run(["bash", "--noprofile", "--norc", "-e", str(tmp_path / "step.sh")], cwd=tmp_path,
+                            env={"PATH": "/usr/bin:/bin", "VERSION": "9.9.0"}, capture_output=True, text=True,
+                            check=False)
+    assert result.returncode != 0, result.stdout + result.stderr
+
+
+def test_the_pull_request_carries_every_file_the_move_wrote_over_a_stale_branch(tmp_path: Path) -> None:
+    """Staged by asking git (README.zh-CN.md, a new lock, a removed one), pushed over the branch a closed pull
+    request left behind, then opened."""
+    origin, work = tmp_path / "origin.git", tmp_path / "work"
+    subprocess.run(["git", "init", "-q", "--bare", str(origin)], check=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(work)], check=True)
+    for name in ("README.zh-CN.md", "requirements/lock/torch9.8.0-py3.12.txt"):
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text("before\n")
+    _git(work, "add", "-A")
+    _git(work, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "start")
+    _git(work, "remote", "add", "origin", str(origin))
+    _git(work, "push", "-q", "origin", "main")
+    _git(work, "switch", "-qc", "stale")  # the branch a closed, unmerged pull request left behind
+    _git(work, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "old")
+    _git(work, "push", "-q", "origin", "stale:new-torch/9.9.0")
+    _git(work, "switch", "-q", "main")
+    (work / "README.zh-CN.md").write_text("after\n")
+    (work / "requirements/lock/torch9.8.0-py3.12.txt").unlink()
+    (work / "requirements/lock/torch9.9.0-py3.12.txt").write_text("new\n")
+    (work / "move.txt").write_text("ready 9.9.0: moves cu999\n")
+    gh = tmp_path / "bin/gh"
+    gh.parent.mkdir()
+    gh.write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path / 'gh.txt'}\n")
+    gh.chmod(0o755)
+    # The script lies outside the checkout, as GitHub's does.
+    (tmp_path / "step.sh").write_text(_move_step("Open the pull request"))
+    result = subprocess.run(["bash", "--noprofile", "--norc", "-e", str(tmp_path / "step.sh")], cwd=work,
+                            capture_output=True, text=True, check=False,
+                            env={"PATH": f"{gh.parent}:/usr/bin:/bin", "VERSION": "9.9.0", "OWN_TOKEN": "false",
+                                 "GITHUB_STEP_SUMMARY": str(tmp_path / "summary"), "HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    changed = _git(origin, "diff", "--name-status", "main", "new-torch/9.9.0").split("\n")
+    assert set(filter(None, changed)) == {"M\tREADME.zh-CN.md", "D\trequirements/lock/torch9.8.0-py3.12.txt",
+                                          "A\trequirements/lock/torch9.9.0-py3.12.txt"}
+    assert "pr create --head new-torch/9.9.0" in (tmp_path / "gh.txt").read_text()

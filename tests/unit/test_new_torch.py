@@ -259,3 +259,28 @@ def test_a_step_names_itself_in_its_error() -> None:
     with pytest.raises(PudevError) as raised:
         step("stand-ins", broken)
     assert "stand-ins step, the tree is unchanged" in str(raised.value) and "rerun" in str(raised.value)
+
+
+def test_the_dry_run_makes_the_whole_move_and_writes_nothing(tree: Path, capsys: pytest.CaptureFixture[str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file the move would write or remove is named, locks included, with the diffs of the rest."""
+    before = _snapshot(tree)
+    monkeypatch.setattr(relock, "pudev_in", lambda _copy, *args: "")
+    options = command.Options(variants_file=tree / "docker/variants.toml", dry_run=True)
+    assert command.run(options, sys.stdout) == 0
+    out = capsys.readouterr().out
+    assert _snapshot(tree) == before
+    assert f"would write requirements/lock/torch{NEXT}-py3.12.txt" in out
+    assert f"would remove requirements/lock/torch{NEWEST}-py3.12.txt" in out
+    assert "would write docker/standins/standins.toml" in out and "would write CHANGELOG.md" in out
+    assert f'+torch = "{NEXT}"' in out and "+++ b/docker/variants.toml" in out
+
+
+@pytest.mark.parametrize("path", [VARIANTS_FILE, STANDINS_FILE], ids=["variants.toml", "standins.toml"])
+def test_no_comment_names_what_a_release_moves(path: Path) -> None:
+    """A move edits values, not prose: a comment that named the newest torch or its variants would be wrong the
+    day after release day."""
+    comments = [line.split("#", 1)[1] for line in path.read_text().splitlines()
+                if line.lstrip().startswith("#") or "  # " in line]
+    stale = [comment for comment in comments if NEWEST in comment or any(name in comment for name in LINE)]
+    assert not stale, stale
