@@ -88,20 +88,17 @@ def run(options: Options, out: TextIO) -> int:
         print(f"  {decision.line}", file=out)
     if options.check or plan.status != "ready":
         return 0
+    source = variants_input(options.variants_file)
     with scratch_copy(REPO_ROOT) as copy:
-        shutil.copyfile(variants_input(options.variants_file).path, copy / MATRIX)
-        notes = move(copy, text, load_matrix(variants_input(options.variants_file)), plan, answers,
-                     without_base=options.without_base)
+        shutil.copyfile(source.path, copy / MATRIX)
+        notes = move(copy, text, load_matrix(source), plan, answers, without_base=options.without_base)
         changed = changes(copy, REPO_ROOT)
         for note in notes:
             print(f"note: {note}", file=out)
         if options.dry_run:
-            _show(copy, changed, out)
+            _show(copy, changed, source.path, out)
             return 0
-        if options.variants_file and MATRIX in changed:  # the matrix named by the flag is the one written
-            shutil.copyfile(copy / MATRIX, variants_input(options.variants_file).path)
-            changed.pop(MATRIX)
-        swap_in(copy, REPO_ROOT, changed)
+        swap_in(copy, REPO_ROOT, changed, moved={MATRIX: source.path})
     for name, written in changed.items():
         print(f"{'wrote' if written else 'removed'} {name}", file=out)
     return 0
@@ -170,13 +167,15 @@ def _changelog(copy: Path, old: Matrix, new: Matrix, answers: Answers, notes: li
     path.write_text(changelog)
 
 
-def _show(copy: Path, changed: dict[str, bool], out: TextIO) -> None:
-    """What the move would change: a line per file, then the diff of each file that is not a lock."""
+def _show(copy: Path, changed: dict[str, bool], matrix: Path, out: TextIO) -> None:
+    """What the move would change: a line per file, then the diff of each file that is not a lock (the matrix
+    against the file it was read from)."""
     for name, written in changed.items():
         print(f"would {'write' if written else 'remove'} {name}", file=out)
     for name, written in changed.items():
         if written and not name.startswith("requirements/lock/"):
-            before = (REPO_ROOT / name).read_text() if (REPO_ROOT / name).exists() else ""
+            source = matrix if name == MATRIX else REPO_ROOT / name
+            before = source.read_text() if source.exists() else ""
             print("".join(difflib.unified_diff(before.splitlines(keepends=True),
                                                (copy / name).read_text().splitlines(keepends=True),
                                                f"a/{name}", f"b/{name}")), end="", file=out)

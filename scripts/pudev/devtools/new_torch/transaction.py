@@ -64,11 +64,12 @@ def changes(copy: Path, root: Path) -> dict[str, bool]:
     return {**written, **{name: False for name in sorted(before - after)}}
 
 
-def swap_in(copy: Path, root: Path, changed: dict[str, bool]) -> None:
-    """Each written file replaced whole (a rename within its folder), then the removed ones unlinked."""
+def swap_in(copy: Path, root: Path, changed: dict[str, bool], *, moved: dict[str, Path] | None = None) -> None:
+    """Each written file replaced whole (a rename within its folder), then the removed ones unlinked. `moved`:
+    a file written elsewhere than its place in the copy (the matrix a --variants-file named)."""
     for name, written in changed.items():
         if written:
-            target = root / name
+            target = (moved or {}).get(name, root / name)
             target.parent.mkdir(parents=True, exist_ok=True)
             staged = target.with_name(f".{target.name}.new-torch")
             shutil.copyfile(copy / name, staged)
