@@ -19,7 +19,9 @@ TEXT_BLOCK = re.compile(r"^```text\n(.*?)^```", re.MULTILINE | re.DOTALL)
 PLACEHOLDER = re.compile(r"<[^<>\n]+>")
 VERIFY_ROW = re.compile(r"^(?P<check>\S.*?)  +(?:ok|WARN|FAIL|skip)  +(?P<detail>.+)$")
 FIX = re.compile(r"^fix \((?P<check>[^)]+)\): (?P<fix>.+)$")
-PROGRAM = re.compile(r"^(?P<program>pudev|pudev-entrypoint|start-jupyter|cuda-switch)(?:: error)?: (?P<text>.+)$")
+# `pudev dist` prefixes its ranks' lines with its own name (pudev/image/dist/worker.py).
+PROGRAM = re.compile(r"^(?P<program>pudev(?: dist)?|pudev-entrypoint|start-jupyter|cuda-switch)(?:: error)?: "
+                     r"(?P<text>.+)$")
 EDGES = " ()[]:;,.'\"`"
 SHORTEST = 8  # a run of the quote's text shorter than this says nothing about where it came from
 
@@ -106,3 +108,4 @@ def test_a_changed_message_is_caught() -> None:
     assert uncovered("no GPU visible to the container", corpus()) is None
     assert uncovered("no GPU visible inside the container", corpus()) is not None
     assert uncovered("DataLoader workers may crash", corpus()) is not None
+    assert message_parts("pudev dist: note: x") == ["note: x"]
