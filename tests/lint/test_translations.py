@@ -14,9 +14,10 @@ from markdown import Markdown  # type: ignore[import-untyped]  # ships no type i
 from pudev.paths import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs"
-# What users read: the start pages, and everything about using the image and running it on clusters.
+# What users read: the start pages, everything about using the image and running it on clusters, and the
+# mitigation the 2024 line's users must apply (the vulnerability gate).
 USER_PAGES = sorted([*(DOCS / name for name in ("index.md", "quickstart.md", "troubleshooting.md", "faq.md",
-                                                 "glossary.md")),
+                                                 "glossary.md", "publishing/vulnerability-gate.md")),
                      *((DOCS / "using").glob("*.md")), *((DOCS / "clusters").glob("*.md"))])
 PAIRS = [(REPO_ROOT / "README.md", REPO_ROOT / "README.zh-CN.md"),
          *((page, page.with_suffix(".zh.md")) for page in USER_PAGES if not page.name.endswith(".zh.md"))]
@@ -33,6 +34,11 @@ COMMENT = re.compile(r"(^|\s)#(?![!{]).*$")
 COMMENTED = {"sh", "bash", "console", "yaml", "dockerfile", "toml", "python", ""}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 LATIN = re.compile(r"[A-Za-z]")
+README_ZH = REPO_ROOT / "README.zh-CN.md"
+# A relative link to a page, with its text and anchor: `[版本线](docs/using/variants.md#the-lines)`.
+PAGE_LINK = re.compile(r"\[([^\]]*)\]\((?![a-z]+:)([^)\s#]+\.md)(#[^)\s]*)?\)")
+# A link that says it opens the English page (`[英文版](docs/index.md)`) means it.
+SAYS_ENGLISH = re.compile(r"英文|English")
 
 
 def _ids(pairs: list[tuple[Path, Path]]) -> list[str]:
@@ -91,6 +97,17 @@ def prose(text: str) -> str:
     return re.sub(r"<!--.*?-->", "", text, flags=re.DOTALL)
 
 
+def english_links_with_a_twin(text: str, folder: Path) -> list[tuple[str, Path]]:
+    """Each link in `text` (a file in `folder`) to an English page that has a Chinese twin, and the twin; a
+    link whose text says it is the English page is meant."""
+    found = []
+    for words, target, anchor in PAGE_LINK.findall(text):
+        twin = (folder / target).with_suffix(".zh.md")
+        if not target.endswith(".zh.md") and twin.exists() and not SAYS_ENGLISH.search(words):
+            found.append((target + anchor, twin))
+    return found
+
+
 def test_every_user_page_is_listed() -> None:
     assert len(PAIRS) >= 20 and all(page.exists() for page, _ in PAIRS)
 
@@ -98,6 +115,15 @@ def test_every_user_page_is_listed() -> None:
 @pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=_ids(PAIRS))
 def test_a_user_page_has_a_chinese_page(english: Path, chinese: Path) -> None:
     assert chinese.exists(), f"{english.relative_to(REPO_ROOT)} has no Chinese page: write {chinese.name}"
+
+
+def test_the_chinese_readme_links_the_chinese_pages() -> None:
+    """README.zh-CN.md is read on GitHub, which opens the very file a link names: a link to `docs/X.md` shows
+    the English page even where `docs/X.zh.md` exists. (The docs' own Chinese pages may link `X.md`: on the
+    site the i18n plugin resolves it to the Chinese twin, and the English page where there is none.)"""
+    wrong = english_links_with_a_twin(README_ZH.read_text(), README_ZH.parent)
+    assert not wrong, "README.zh-CN.md links English pages that have a Chinese twin; link the twin instead:\n" + \
+        "\n".join(f"({link}): link {twin.relative_to(REPO_ROOT)}" for link, twin in wrong)
 
 
 @pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=_ids(PAIRS))
@@ -135,3 +161,7 @@ def test_the_checks_can_fail() -> None:
     assert code_blocks(english) != code_blocks("```sh\nmake check   # 全部测试\n```\n")
     assert code_blocks("```text\nfix (x): y\n```\n") != code_blocks("```text\nfix (x): z\n```\n")
     assert chinese_anchors("## 快速上手 {#quick-start}\n## 排错\n") == ["quick-start", "(no {#id} on '排错')"]
+    links = ("[快速上手](docs/quickstart.md#1-pick-a-tag)、[测试](docs/maintaining/tests.md)、[排错](docs/faq.zh.md)、"
+             "[英文版](docs/index.md)")
+    assert english_links_with_a_twin(links, REPO_ROOT) == [("docs/quickstart.md#1-pick-a-tag",
+                                                           DOCS / "quickstart.zh.md")]

@@ -56,3 +56,22 @@ def test_the_readme_stays_a_front_page() -> None:
     """Everything past the first commands, the variants and `docker run` lives in docs/, by audience."""
     size = len(README.read_bytes())
     assert size <= 15 * 1024, f"README.md is {size} bytes, over 15 KiB: move the detail into docs/"
+
+
+def test_the_tag_table_names_the_cards_people_own() -> None:
+    """Who holds an RTX 4090 (Ada, sm_89) finds it in each row that runs on it, and in no row that does not:
+    derived from each variant's CUDA and arch list, whatever the matrix."""
+    from pudev.common.gpu_arch import capability_of, torch_oldest
+    from pudev.config.variant_table import tags_markdown
+    from pudev.paths import VARIANTS_FILE
+
+    matrix = load_matrix(VARIANTS_FILE)
+    rows = {line.split("|")[1].split(",")[0].strip(" `"): line for line in tags_markdown(matrix).splitlines()[2:]}
+    for name, variant in matrix.variants.items():
+        amd64 = rows[name].split("|")[6]
+        low = capability_of(torch_oldest(variant.cuda, "linux/amd64"))
+        high = max(capability_of(entry.removesuffix("+PTX")) for entry in variant.default.arch_list.split(";"))
+        assert ("RTX 40" in amd64) == (low <= (8, 9) and high[0] >= 8), (name, amd64)
+        assert ("GTX 10" in amd64) == (low <= (6, 1)), (name, amd64)
+        assert ("RTX 50" in amd64) == (high[0] >= 12), (name, amd64)
+        assert amd64.count("GeForce") <= 1  # one series: "GeForce RTX 30, RTX 40"

@@ -39,6 +39,12 @@ class Coverage:
 
 # GPUs behind ARM CPUs, by compute capability: what an arm64 image serves.
 ARM_GPUS = {"9.0": "GH200", "10.0": "GB200", "10.3": "GB300", "11.0": "Jetson Thor", "12.1": "DGX Spark"}
+# The cards people own on x86 hosts, by compute capability (NVIDIA's "CUDA GPU compute capability" list):
+# what the tag tables name, so nobody has to know that an RTX 4090 is Ada, sm_89.
+AMD64_GPUS = {"5.2": ("GeForce GTX 900",), "6.0": ("P100",), "6.1": ("GeForce GTX 10",), "7.0": ("V100",),
+              "7.5": ("GeForce RTX 20", "T4"), "8.0": ("A100", "A30"), "8.6": ("GeForce RTX 30", "A10", "A40"),
+              "8.9": ("GeForce RTX 40", "L4", "L40S"), "9.0": ("H100", "H200"), "10.0": ("B200",), "10.3": ("B300",),
+              "12.0": ("GeForce RTX 50", "RTX PRO 6000 Blackwell")}
 
 
 def torch_oldest(cuda: str, platform: str) -> str:

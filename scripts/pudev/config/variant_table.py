@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pudev.common.cuda_drivers import driver_minimum
 from pudev.common.generated import markers, replace_block, rewrite_files
-from pudev.common.gpu_arch import ARM_GPUS, arch_name, capability_of, sm_name, torch_oldest
+from pudev.common.gpu_arch import AMD64_GPUS, ARM_GPUS, arch_name, capability_of, sm_name, torch_oldest
 from pudev.common.table import markdown_table, render_table
 from pudev.common.variant import as_text, every_contract, travelling_values
 from pudev.common.versions import release
@@ -59,10 +59,15 @@ def _gpus(variant: Variant) -> str:
     high = max((entry.removesuffix("+PTX") for entry in variant.default.arch_list.split(";")), key=capability_of)
     span = f"{arch_name(low)} to {arch_name(high)}" if arch_name(low) != arch_name(high) else arch_name(low)
     text = f"{span} ({sm_name(low)} to {sm_name(high)})"
-    examples = [name for capability, name in ARM_GPUS.items()
+    cards = {key: (name,) for key, name in ARM_GPUS.items()} if variant.platform == "linux/arm64" else AMD64_GPUS
+    examples = [name for capability, names in cards.items() for name in names
                 if capability_of(low) <= capability_of(capability) and
                 capability_of(capability)[0] <= capability_of(high)[0]]
-    return text + (f": {', '.join(examples)}" if variant.platform == "linux/arm64" and examples else "")
+    # GeForce cards first, as one series ("GeForce RTX 30, RTX 40"), then the data-centre and embedded ones.
+    geforce = [name.removeprefix("GeForce ") for name in examples if name.startswith("GeForce ")]
+    others = ", ".join(name for name in examples if not name.startswith("GeForce "))
+    named = "; ".join(filter(None, ["GeForce " + ", ".join(geforce) if geforce else "", others]))
+    return text + (f": {named}" if named else "")
 
 
 def tags_markdown(matrix: Matrix) -> str:
@@ -81,10 +86,10 @@ def tags_markdown(matrix: Matrix) -> str:
 
 
 # The same table for the Chinese pages: its headers, and the few words its cells hold.
-HEADERS_ZH = ("标签", "torch", "CUDA", "宿主机驱动", "工具链", "amd64 GPU", "arm64 GPU")
+HEADERS_ZH = ("标签", "torch", "CUDA", "宿主机驱动", "工具包", "amd64 GPU", "arm64 GPU")
 # Chinese punctuation is full-width: the table's cells are Chinese text.
 WORDS_ZH = ((" to ", " 至 "), ("full support: ", "完整支持："), (" (", "（"), ("): ", "）："), (")", "）"),  # noqa: RUF001
-            ("| no |", "| 不支持 |"), (", ", "、"))
+            ("| no |", "| 不支持 |"), (", ", "、"), ("; ", "；"))  # noqa: RUF001
 
 
 def tags_markdown_zh(matrix: Matrix) -> str:
