@@ -46,8 +46,8 @@ def add_selection_options(parser: argparse.ArgumentParser, uses: frozenset[str])
         group.add_argument("--mirror", default="", help="same as --set mirror=NAME (aliyun, tuna, none)")
         group.add_argument("--build-mirror", default="", help="same as --set build_mirror=NAME")
         group.add_argument("--pull-mirror", default="", metavar="PREFIX",
-                           help="pull base and toolkit images through a registry mirror or pull-through proxy, "
-                                "e.g. registry.cn-hangzhou.aliyuncs.com/my-mirror")
+                           help="pull base and toolkit images through a pull-through cache of Docker Hub, "
+                                "e.g. a Harbor proxy-cache project: harbor.example.com/dockerhub")
     if BUILD in uses or CA in uses:
         build = parser.add_argument_group("build options")
         build.add_argument("--ca-bundle", default=None, metavar="PATH",
