@@ -111,3 +111,13 @@ def test_a_toolkit_gone_from_disk_is_missing_and_cannot_be_chosen(record_file: P
     assert captured.out == ""
     assert captured.err.strip() == (f"cuda-switch: CUDA 11.8 was built into this image but {gone.path}/bin/nvcc is "
                                     "gone; installed: 12.1")
+
+
+def test_the_list_fails_when_no_toolkit_is_left(record_file: Path, record: ImageRecord,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """`cuda-switch --list && ...` in a script must not go on as if a toolkit were there."""
+    for toolkit in record.toolkits:
+        Path(toolkit.path, "bin", "nvcc").unlink()
+    assert main(["--list"], {}, record_file) == 1
+    listed = capsys.readouterr().err
+    assert listed.count("[missing: no ") == len(record.toolkits)

@@ -271,6 +271,15 @@ def test_a_users_own_max_jobs_is_reported_as_theirs() -> None:
     assert checks["compile jobs"].detail == "MAX_JOBS=16, set by you (pudev derives it when unset)"
 
 
+@pytest.mark.parametrize("value", ["abc", "0", "4.5", " 4", "-2"])
+def test_a_max_jobs_torch_ignores_is_a_warning_with_the_fix(value: str) -> None:
+    """torch's cpp_extension reads MAX_JOBS only when it is all digits; anything else is dropped in silence."""
+    checks = _by_name(evaluate(replace(HEALTHY, compile=replace(COMPILING, max_jobs=value, jobs_derived=False))))
+    found = checks["compile jobs"]
+    assert found.status == "warn" and f"MAX_JOBS={value!r}" in found.detail and "torch ignores it" in found.detail
+    assert "unset MAX_JOBS" in found.fix
+
+
 # arm64 hosts and Blackwell: /proc/cpuinfo as each machine prints it (one block per CPU, two shown).
 def _arm_cpuinfo(*parts: str, implementer: str = "0x41") -> str:
     return "\n\n".join(f"processor\t: {index}\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd sve2\n"

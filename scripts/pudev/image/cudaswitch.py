@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None, recor
     if not argv or argv[0] in ("--list", "-l", "--status"):
         for line in status_lines(record, env):
             print(line, file=sys.stderr)
-        return 0
+        return 0 if installed(record) else 1  # a script that asks must learn that no toolkit is left
     if argv[0] in ("-h", "--help") or len(argv) > 1:
         print(f"usage: cuda-switch [VERSION | --list]   (installed: {present})", file=sys.stderr)
         return 0 if argv[0] in ("-h", "--help") else 2

@@ -273,6 +273,13 @@ def _compile_checks(compile: CompileFacts) -> list[Check]:
             f"{compile.memory_free / GIB:.1f} GiB free ({compile.memory_source}{cgroup})"
         detail = (f"MAX_JOBS={compile.max_jobs or '?'}, derived: {compile.cpus} CPU(s), {memory}, "
                   f"{JOB_BYTES / GIB:.2f} GiB per job")
+    elif not compile.max_jobs.isdigit() or int(compile.max_jobs) == 0:
+        # torch's cpp_extension reads MAX_JOBS only when it is all digits: anything else is ignored silently, and
+        # ninja then runs one job per CPU, whatever the memory holds.
+        return [cache, Check("compile jobs", "warn", f"MAX_JOBS={compile.max_jobs!r} is not a positive whole number: "
+                                                     "torch ignores it and builds with one job per CPU",
+                             "unset MAX_JOBS (pudev derives it from the container's CPUs and memory) or set a "
+                             "number, e.g. MAX_JOBS=4")]
     else:
         detail = f"MAX_JOBS={compile.max_jobs}, set by you (pudev derives it when unset)"
     return [cache, Check("compile jobs", "ok", detail)]
