@@ -32,7 +32,7 @@ _OFFICIAL_TAG = r"{torch}-cuda(?P<cuda>\d+\.\d+)-cudnn(?P<cudnn>\d+)-runtime"
 _RUNTIME = re.compile(r"nvidia-cuda-runtime(-cu\d+)?")
 # What uv says when an index simply lacks the release (any other failure is a question not answered).
 _ABSENT = ("there is no version of", "was not found in the package registry", "has no wheels with a matching",
-           "but not at the requested version")
+           "but not at the requested version", "is available and you require")
 # Indexes the user adds beside the default one: asking torch's own index alone leaves them out.
 _EXTRA_INDEXES = ("UV_INDEX", "UV_EXTRA_INDEX_URL", "UV_FIND_LINKS", "PIP_EXTRA_INDEX_URL")
 
