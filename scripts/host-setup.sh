@@ -18,7 +18,8 @@
 #           per-project scope; otherwise stop when Docker's disk has too little free
 # What changes the host beyond installing packages happens only under CI=true or an opt-in:
 #   PUDEV_CREATE_PODMAN_USER=1  `all` creates the podman user (its tests skip without it)
-#   PUDEV_PRUNE_BUILD_CACHE=1   `tidy` cuts the build cache to PUDEV_BUILD_CACHE_KEEP (10GB)
+#   PUDEV_PRUNE_BUILD_CACHE=1   `tidy` cuts the build cache to PUDEV_BUILD_CACHE_KEEP (10GB), after
+#                               dropping records unused for PUDEV_BUILD_CACHE_UNUSED_FOR (a duration) if set
 #   PUDEV_TEST_DISK_GB          the free space a warm run needs (25) when nothing is pruned
 # It installs and starts things only as root on Debian/Ubuntu; elsewhere it
 # prints what is missing and how to get it, and exits non-zero.
@@ -229,6 +230,11 @@ tidy() {
         "$docker" image prune -f --filter "label=$label" >/dev/null
     done
     if opted_in "${PUDEV_PRUNE_BUILD_CACHE:-}"; then
+        # Midway through a run the tests name its age: a record no step of this run used is an older
+        # build's, which the next run will not use either.
+        if [ -n "${PUDEV_BUILD_CACHE_UNUSED_FOR:-}" ]; then
+            "$docker" builder prune -f --filter "until=$PUDEV_BUILD_CACHE_UNUSED_FOR" >/dev/null
+        fi
         "$docker" builder prune -f --keep-storage "${PUDEV_BUILD_CACHE_KEEP:-10GB}" >/dev/null
         return 0
     fi

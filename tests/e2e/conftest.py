@@ -23,7 +23,7 @@ import kept_between_runs
 import pytest
 from browser_session import missing_browser_tools
 from container_logs import LogWatch
-from e2e_support import LocalImage, Profiles, SuiteRun, run_pudev
+from e2e_support import LocalImage, Profiles, SuiteRun, run_pudev, tidy_mid_run
 from podman_engine import RootlessPodman
 from realistic_registry import RealisticRegistry
 
@@ -59,15 +59,13 @@ MODULE_DISK_GB = 25
 @pytest.fixture(scope="module", autouse=True)
 def room_on_ci(request: pytest.FixtureRequest) -> None:
     """Under CI=true (.ci/run: the machine is CI's), before a module that may start with too little free disk,
-    do what every run starts with (scripts/host-setup.sh tidy: replaced pudev images go, the build cache is cut
-    to its cap). A developer's `make test` never prunes their cache: host-setup's own check stops it instead."""
+    tidy_mid_run. A developer's `make test` never prunes their cache: host-setup's own check stops it instead."""
     if os.environ.get("CI") != "true" or "e2e" not in request.path.parts or shutil.which("docker") is None:
         return
     root = subprocess.run(["docker", "info", "--format", "{{.DockerRootDir}}"], capture_output=True, text=True,
                           check=False, timeout=60).stdout.strip()
     if root and shutil.disk_usage(root).free < MODULE_DISK_GB * 1e9:
-        subprocess.run(["sh", str(REPO_ROOT / "scripts/host-setup.sh"), "tidy"], check=False, capture_output=True,
-                       timeout=600)
+        tidy_mid_run()
 
 
 def _require_registry() -> None:

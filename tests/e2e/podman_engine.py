@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import overlay_layers
+from e2e_support import tidy_mid_run
 
 from pudev.engine import docker
-from pudev.paths import REPO_ROOT
 
 # The same default as scripts/host-setup.sh, which creates the user and its storage.conf.
 PODMAN_USER = os.environ.get("PUDEV_PODMAN_USER", "pudev-podman")
@@ -73,10 +73,9 @@ class RootlessPodman:
             # Room for what is new only by dropping the stale build: its shared layers then travel again.
             self.run("rmi", "--force", tag, check=False)
         if not self._room_for(tag):
-            # Then as every run starts: the engine's replaced pudev images go, and its build cache is cut
-            # to its cap (this run's builds leave the generation they replaced behind until then).
-            subprocess.run(["sh", str(REPO_ROOT / "scripts/host-setup.sh"), "tidy"], check=False,
-                           capture_output=True, timeout=600)
+            # Then the engine's older builds and build cache records (this run's builds leave the
+            # generation they replaced behind until then).
+            tidy_mid_run()
             if not self._room_for(tag):
                 needed = DISK_FACTOR * self._missing_bytes(tag)
                 raise AssertionError(f"pulling {tag} into rootless podman needs about {needed / 1e9:.0f} GB free "
