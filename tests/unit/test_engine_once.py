@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from matrices import WriteMatrix
 
+from pudev.common.errors import PudevError
 from pudev.engine import docker, images
 from pudev.release.tags import read_facts
 from pudev.reports.manifest import read_manifest
@@ -180,3 +181,25 @@ def test_the_new_image_id_is_asked_only_where_iidfile_may_not_hold_it(
     built = builder.run_build(plan, sink=io.StringIO())
     assert len(asked) == asked_after
     assert built == (engine_id if asked_after else config_digest)
+
+
+@pytest.mark.parametrize(("answer", "refused"), [
+    ("28.2.2|19.03.15|Engine,containerd,runc,", True),
+    ("28.2.2|20.10.24+dfsg1|Engine,containerd,runc,docker-init,", False),  # Debian 12, the floor
+    ("28.2.2|24.0.7-0ubuntu2~22.04.1|Engine,containerd,runc,", False),
+    ("28.2.2|4.3.1|Podman Engine,", False),  # podman's numbers are not Docker's
+])
+def test_an_engine_below_the_floor_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           answer: str, refused: bool) -> None:
+    fake = tmp_path / "docker"
+    fake.write_text(f"#!/bin/sh\necho '{answer}'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PUDEV_DOCKER", str(fake))
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    if not refused:
+        docker.require_daemon()
+        return
+    with pytest.raises(PudevError) as error:
+        docker.require_daemon()
+    message = str(error.value)
+    assert "\n" not in message and "19.03.15" in message and docker.ENGINE_FLOOR in message and "upgrade" in message

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pudev.common.errors import PudevError
+from pudev.common.versions import release
 
 START_HINT = (
     "start one with `sudo systemctl start docker` (or `sudo dockerd &`), "
@@ -26,8 +28,12 @@ START_HINT = (
 
 
 # One `docker version` answers both what the client is and whether an engine answers (each call costs
-# the client's start, about 50 ms, on every build). The server part is empty when no engine answers.
-VERSIONS_FORMAT = "{{.Client.Version}}|{{if .Server}}{{.Server.Version}}{{end}}"
+# the client's start, about 50 ms, on every build). The server part is empty when no engine answers; its
+# components tell Docker's engine ("Engine") from another behind the same API (podman's "Podman Engine").
+VERSIONS_FORMAT = ("{{.Client.Version}}|{{if .Server}}{{.Server.Version}}|"
+                   "{{range .Server.Components}}{{.Name}},{{end}}{{end}}")
+# The oldest Docker engine pudev builds on: Debian 12's docker.io (docs/maintaining/tests.md says why).
+ENGINE_FLOOR = "20.10"
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,15 @@ class Versions:
     client: str
     server: str
     error: str  # the client's last line when no engine answered
+    components: tuple[str, ...] = ()
+
+    def engine_below_floor(self) -> bool:
+        """Docker's own engine older than ENGINE_FLOOR (another engine's numbers are not Docker's)."""
+        # Distributions append their own marks: Debian's "20.10.24+dfsg1", Ubuntu's "24.0.7-0ubuntu2".
+        numbers = re.match(r"(\d+)\.(\d+)", self.server)
+        if "Engine" not in self.components or numbers is None:
+            return False
+        return release(f"{numbers[1]}.{numbers[2]}") < release(ENGINE_FLOOR)
 
 
 class _VersionProbe:
@@ -50,8 +65,10 @@ class _VersionProbe:
         try:
             result = subprocess.run([cli, "version", "--format", VERSIONS_FORMAT], check=False, capture_output=True,
                                     text=True, timeout=20, env=docker_env())
-            client, _, server = result.stdout.strip().partition("|")
-            answer = Versions(client.strip(), server.strip(), last_line(result.stderr))
+            client, _, rest = result.stdout.strip().partition("|")
+            server, _, components = rest.partition("|")
+            answer = Versions(client.strip(), server.strip(), last_line(result.stderr),
+                              tuple(name for name in components.split(",") if name))
         except (OSError, subprocess.TimeoutExpired) as error:
             answer = Versions("", "", str(error))
         self.clients[cli], self.unused[cli] = answer.client, answer
@@ -172,6 +189,10 @@ def require_daemon() -> None:
     answer = versions.server_now(docker_cli())
     if not answer.server:
         raise PudevError(f"cannot reach the Docker daemon ({answer.error or 'no answer'}): {START_HINT}")
+    if answer.engine_below_floor():
+        where = "that DOCKER_HOST names" if os.environ.get("DOCKER_HOST") else "on this host"
+        raise PudevError(f"the Docker engine {where} is {answer.server}, older than {ENGINE_FLOOR}, the oldest pudev "
+                         f"supports: upgrade it (Debian 12's docker.io or newer, or Docker's own packages)")
 
 
 def inspect_image(ref: str) -> dict[str, Any] | None:
