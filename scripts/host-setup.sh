@@ -55,7 +55,7 @@ ensure_tools() {
         # shellcheck disable=SC2086  # $missing is a list of package names.
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null
     fi
-    ensure_devcontainer_cli && ensure_emulation
+    ensure_devcontainer_cli && ensure_emulation && ensure_buildx
 }
 
 DEVCONTAINER_CLI_VERSION=0.89.0
@@ -98,18 +98,42 @@ ensure_emulation() {
 }
 
 fetch_newer_qemu() {
+    fetch_deb trixie qemu-user
+    install -D -m 0755 "$work/x/usr/bin/qemu-aarch64" "$QEMU_NEWER"
+    rm -rf "$work"
+}
+
+# Download one package of another Debian suite and unpack it into $work/x, without touching the host's
+# apt sources or installed packages (the caller installs what it needs from there and removes $work).
+fetch_deb() {
     work=$(mktemp -d)
-    # The host's Debian archive (first entry of either sources format), with the trixie suite.
+    # The host's Debian archive (first entry of either sources format), with the other suite.
     archive=$(sed -n 's/^URIs: *\([^ ]*debian\)\/*$/\1/p; s/^deb \(http[^ ]*debian\)\/* .*/\1/p' \
         /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -n 1)
-    printf 'deb %s trixie main\n' "$archive" > "$work/sources.list"
+    printf 'deb %s %s main\n' "$archive" "$1" > "$work/sources.list"
     mkdir -p "$work/lists/partial"
-    set -- -o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
+    set -- "$2" -o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
         -o "Dir::State::Lists=$work/lists" -o APT::Sandbox::User=root
+    package=$1
+    shift
     apt-get "$@" -q update >/dev/null
-    (cd "$work" && apt-get "$@" -q download qemu-user >/dev/null 2>&1)
-    dpkg-deb -x "$work"/qemu-user_*.deb "$work/x"
-    install -D -m 0755 "$work/x/usr/bin/qemu-aarch64" "$QEMU_NEWER"
+    (cd "$work" && apt-get "$@" -q download "$package" >/dev/null 2>&1)
+    dpkg-deb -x "$work/${package}"_*.deb "$work/x"
+}
+
+# The buildx plugin for the bake test (tests/e2e/test_bake.py), Debian sid's current release. It is kept
+# where no docker client looks by itself, so the host's `docker build` stays what it was; the test names
+# the folder in a client configuration of its own. A client that already has buildx needs none.
+BUILDX_PLUGIN=/usr/local/lib/pudev/cli-plugins/docker-buildx
+ensure_buildx() {
+    if docker buildx version >/dev/null 2>&1 || [ -x "$BUILDX_PLUGIN" ]; then return 0; fi
+    if ! is_root_debian; then
+        say "missing: the docker buildx plugin; install it with: sudo apt-get install -y docker-buildx"
+        return 1
+    fi
+    say "installing Debian sid's docker-buildx into ${BUILDX_PLUGIN%/*} (read by the bake test only)"
+    fetch_deb sid docker-buildx
+    install -D -m 0755 "$work/x/usr/libexec/docker/cli-plugins/docker-buildx" "$BUILDX_PLUGIN"
     rm -rf "$work"
 }
 

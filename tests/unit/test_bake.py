@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from fake_digests import FakeRegistry
 from matrices import HASHED_LOCK, WriteMatrix, pin, pinned, synthetic
 
 from pudev.building import digests, requirement_locks
-from pudev.building.bake import CA_SECRET, NO_CA_BUNDLE, bake_target
+from pudev.building.bake import CA_SECRET, CA_VARIABLE, bake_command, bake_target
 from pudev.building.digests import identify
 from pudev.building.input_images import ImageIdentity, input_images
 from pudev.building.labels import OCI, PUDEV, SourceInfo, source_info
@@ -149,8 +150,9 @@ def _as_bake_target(command: list[str]) -> dict[str, Any]:
         "tags": options.pop("--tag"),
         "args": dict(item.split("=", 1) for item in options.pop("--build-arg")),
         "labels": dict(item.split("=", 1) for item in options.pop("--label")),
-        "secret": [CA_SECRET],  # its source, the CA_BUNDLE variable, is checked by _ca_source
     }
+    if "--secret" in options:
+        target["secret"] = [CA_SECRET]  # its source, the CA_BUNDLE variable, is checked by _ca_source
     # The one fact a bake file may lack (README): the base's local id, known only to the engine that pulls it.
     if target["labels"].get(f"{PUDEV}.base.id") == "<BASE_ID>":
         del target["labels"][f"{PUDEV}.base.id"]
@@ -165,10 +167,10 @@ def _as_bake_target(command: list[str]) -> dict[str, Any]:
     return target
 
 
-def _ca_source(command: list[str]) -> str:
+def _ca_source(command: list[str]) -> str | None:
     secrets = _options(command)[0].get("--secret", [])
     assert len(secrets) <= 1 and all(item.startswith("id=ca,src=") for item in secrets)
-    return secrets[0].removeprefix("id=ca,src=") if secrets else NO_CA_BUNDLE
+    return secrets[0].removeprefix("id=ca,src=") if secrets else None
 
 
 def _required_dockerfile_args() -> set[str]:
@@ -208,7 +210,7 @@ def test_each_bake_target_is_the_build_of_its_variant(case: Case, registry: Fake
         assert sorted(target) == sorted(built), variant.name
         for name, value in built.items():  # args, labels, tags, target, dockerfile, context, secret, cache
             assert target[name] == value, f"{variant.name}: {name}"
-        assert bake["variable"]["CA_BUNDLE"]["default"] == _ca_source(command)
+        assert bake.get("variable", {}).get(CA_VARIABLE, {}).get("default") == _ca_source(command)
         # And what that build must carry, stated without the plan: every input by its identity.
         args, labels = target["args"], target["labels"]
         assert set(args) == _required_dockerfile_args()
@@ -303,3 +305,22 @@ def test_a_target_never_holds_a_placeholder(matrix_file: WriteMatrix, lock_folde
     target = bake_target(identify([plan], [digests.pinned]).pop().spec())
     assert "<" not in json.dumps(target) and f"{PUDEV}.base.id" not in target["labels"]
     assert target["labels"][f"{OCI}.base.digest"] == variant.base_image.split("@")[1]
+
+
+def test_the_file_is_written_with_the_command_that_builds_it(case: Case, registry: FakeRegistry, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """buildx 0.20 and later refuse a bake file that reads a file outside the working folder unless the command
+    allows it: a CA bundle is allowed by name in the printed command, and without one no file is read at all."""
+    out = tmp_path / "docker-bake.json"
+    assert main(["bake", *case.flags, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    document = json.loads(out.read_text())
+    command = bake_command(str(out), document)
+    assert printed.strip().endswith(shlex.join(command)), printed
+    if case.options.ca_bundle is None:
+        assert "variable" not in document
+        assert all("secret" not in target for target in document["target"].values())
+        assert not any(item.startswith("--allow") for item in command)
+    else:
+        assert f"--allow=fs.read={case.options.ca_bundle}" in command
+        assert all(target["secret"] == [CA_SECRET] for target in document["target"].values())

@@ -17,9 +17,11 @@ from pudev.common.errors import PudevError
 from pudev.paths import REPO_ROOT
 
 # Bake reads ${...} in JSON strings as interpolation; a literal one is written $${...}.
-# The CA bundle stays a bake variable, so whoever runs bake can point it at their own.
-CA_SECRET = "id=ca,src=${CA_BUNDLE}"
-NO_CA_BUNDLE = "/dev/null"  # an empty secret: with-ca.sh then adds no CA
+# A CA bundle stays a bake variable, so whoever runs bake can point it at their own. Without one the
+# targets name no secret at all (with-ca.sh then adds no CA): buildx 0.20 and later refuse to read any
+# file outside the working folder, /dev/null included, unless the command allows it (--allow=fs.read).
+CA_VARIABLE = "CA_BUNDLE"
+CA_SECRET = "id=ca,src=${" + CA_VARIABLE + "}"
 
 
 def _literal(value: str) -> str:
@@ -48,8 +50,9 @@ def bake_target(spec: BuildSpec) -> dict[str, Any]:
         "tags": [_literal(spec.tag)],
         "args": {key: _literal(value) for key, value in spec.args.items()},
         "labels": {key: _literal(value) for key, value in sorted(labels.items())},
-        "secret": [CA_SECRET],
     }
+    if spec.ca_bundle is not None:
+        target["secret"] = [CA_SECRET]
     if spec.cache_from:
         target["cache-from"] = list(spec.cache_from)
     if spec.cache_to:
@@ -63,13 +66,24 @@ def bake_document(plans: Sequence[BuildPlan]) -> dict[str, Any]:
     """One target per plan and a default group holding them all."""
     specs = {plan.variant.name: plan.spec() for plan in plans}
     bundles = {str(spec.ca_bundle) for spec in specs.values() if spec.ca_bundle is not None}
-    return {
-        # The plans' CA bundle (one per command) is the default; CA_BUNDLE=PATH at bake time overrides it.
-        "variable": {"CA_BUNDLE": {"default": _literal(next(iter(bundles), NO_CA_BUNDLE))}},
+    document: dict[str, Any] = {
         "group": {"default": {"targets": list(specs)}},
         "target": {name: bake_target(spec) for name, spec in specs.items()},
     }
+    if bundles:
+        # The plans' CA bundle (one per command) is the default; CA_BUNDLE=PATH at bake time overrides it.
+        document["variable"] = {CA_VARIABLE: {"default": _literal(next(iter(bundles)))}}
+    return document
 
 
-def bake_json(plans: Sequence[BuildPlan]) -> str:
-    return json.dumps(bake_document(plans), indent=2) + "\n"
+def bake_text(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2) + "\n"
+
+
+def bake_command(path: str, document: dict[str, Any]) -> list[str]:
+    """How to build what the file at `path` holds: its CA bundle allowed to be read by name, as buildx asks."""
+    command = ["docker", "buildx", "bake", "--file", path]
+    bundle = document.get("variable", {}).get(CA_VARIABLE, {}).get("default")
+    if bundle:
+        command.append(f"--allow=fs.read={bundle.replace('$${', '${')}")
+    return command

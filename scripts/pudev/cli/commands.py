@@ -4,6 +4,7 @@ the selection once and hands plans or variants to the stage that does the work."
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -235,18 +236,19 @@ def cmd_matrix(request: Request) -> int:
 
 
 def cmd_bake(request: Request) -> int:
-    from pudev.building.bake import bake_json
+    from pudev.building.bake import bake_command, bake_document, bake_text
     from pudev.building.digests import FOR_BAKE, identify
 
     selected = resolve(request.selection, require_names=False)
     # The whole matrix, or the profile's variant: each target is the plan `pudev build` would run.
     plans = _plans(request, selected.variants or tuple(selected.matrix.variants.values()))
-    text = bake_json(identify(plans, FOR_BAKE))
+    document = bake_document(identify(plans, FOR_BAKE))
+    text = bake_text(document)
     if request.options.out == "-":
         print(text, end="")
     else:
         Path(request.options.out).write_text(text)
-        print(f"wrote {request.options.out}")
+        print(f"wrote {request.options.out}; build it with: {shlex.join(bake_command(request.options.out, document))}")
     return 0
 
 

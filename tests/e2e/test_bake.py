@@ -1,0 +1,74 @@
+"""`docker buildx bake` on the file `pudev bake` writes, as GitHub's runners build from it, through a real
+buildx plugin: the host's own, or Debian sid's that `scripts/host-setup.sh tools` keeps aside for this test
+(read through a client configuration of the test's own, so the host's `docker build` stays what it was).
+
+Bake runs on this engine's BuildKit (buildx's docker driver), where `pudev build` made the same variant. Its
+RUN steps run again all the same: `pudev build` runs them in the host's network (plan.BUILD_NETWORK), which
+is part of each step's cache key, and a bake file leaves the network to the builder. So this is a second
+build from the file alone (about 40 s here, the package caches warm), and what must match is what a user
+gets: the packages and files (`pudev manifest --diff`), not the layers' digests (file times differ)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+from e2e_support import LocalImage, profile_variant, run_pudev
+
+from pudev.engine import docker
+from pudev.paths import REPO_ROOT
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+# Where scripts/host-setup.sh keeps sid's plugin (BUILDX_PLUGIN there).
+KEPT_PLUGIN = Path("/usr/local/lib/pudev/cli-plugins/docker-buildx")
+
+
+def _buildx_env(tmp_path: Path) -> dict[str, str]:
+    """The environment in which `docker buildx` answers: as it is, or with the kept plugin's folder added."""
+    cli = docker.docker_cli()
+    if subprocess.run([cli, "buildx", "version"], capture_output=True, check=False, timeout=60).returncode == 0:
+        return dict(os.environ)
+    if not KEPT_PLUGIN.exists():
+        message = f"no buildx plugin for {cli}: sh scripts/host-setup.sh tools installs one"
+        if os.environ.get("PUDEV_REQUIRE_ENGINE") == "1" or os.environ.get("PUDEV_STRICT") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    config = tmp_path / "docker-config"
+    config.mkdir()
+    (config / "config.json").write_text(json.dumps({"cliPluginsExtraDirs": [str(KEPT_PLUGIN.parent)]}))
+    return {**os.environ, "DOCKER_CONFIG": str(config)}
+
+
+def _layers(tag: str) -> list[str]:
+    info = docker.inspect_image(tag)
+    assert info is not None, f"{tag} is not in the engine"
+    return list(info["RootFS"]["Layers"])
+
+
+def test_bake_builds_the_image_pudev_build_makes(local_image: LocalImage, tmp_path: Path) -> None:
+    env = _buildx_env(tmp_path)
+    cli = docker.docker_cli()
+    version = subprocess.run([cli, "buildx", "version"], capture_output=True, text=True, env=env, check=True,
+                             timeout=60).stdout.strip()
+    bake_file = tmp_path / "docker-bake.json"
+    wrote = run_pudev("bake", "--profile", "local", "--out", str(bake_file), check=True).stdout
+    # The command pudev prints is the one run (buildx refuses to read the CA bundle unless it is allowed).
+    told = shlex.split(wrote.rsplit("build it with: ", 1)[1])
+    assert told[:3] == ["docker", "buildx", "bake"], wrote
+    target = profile_variant("local").name
+    assert target in json.loads(bake_file.read_text())["target"]
+    tag = f"pudev-bake/pytorch-universal-dev:{target}-{uuid.uuid4().hex[:8]}"
+    try:
+        baked = subprocess.run([cli, *told[1:], "--set", f"{target}.tags={tag}", "--progress", "plain", target],
+                               cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False, timeout=3600)
+        assert baked.returncode == 0, f"{version}\n{baked.stderr[-4000:]}"
+        assert len(_layers(tag)) == len(_layers(local_image.tag)), f"{version}\n{baked.stderr[-4000:]}"
+        diff = run_pudev("manifest", "--diff", local_image.tag, tag, check=True).stdout
+        assert "no package or file changed" in diff, diff
+    finally:
+        subprocess.run([cli, "rmi", "--force", tag], capture_output=True, check=False, timeout=120)
