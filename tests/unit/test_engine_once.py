@@ -15,7 +15,7 @@ import pytest
 from matrices import WriteMatrix
 
 from pudev.common.errors import PudevError
-from pudev.engine import docker, images
+from pudev.engine import builds, docker, images
 from pudev.release.tags import read_facts
 from pudev.reports.manifest import read_manifest
 from pudev.reports.sbom import write_sbom
@@ -203,3 +203,18 @@ def test_an_engine_below_the_floor_is_refused_in_one_line(tmp_path: Path, monkey
         docker.require_daemon()
     message = str(error.value)
     assert "\n" not in message and "19.03.15" in message and docker.ENGINE_FLOOR in message and "upgrade" in message
+
+
+def test_a_build_asks_buildx_for_no_default_attestation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Measured on Docker 28.5 with the containerd image store (2026-12-06): with buildx's default provenance
+    attestation, two builds of an unchanged context got two image ids; without it, the same id."""
+    seen = tmp_path / "env"
+    fake = tmp_path / "docker"
+    fake.write_text(f"#!/bin/sh\ncase \"$1\" in\n  version) echo '28.5.2|28.5.2|Engine,' ;;\n"
+                    f"  buildx) exit 0 ;;\n  *) env > {seen} ;;\nesac\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PUDEV_DOCKER", str(fake))
+    monkeypatch.delenv("BUILDX_NO_DEFAULT_ATTESTATIONS", raising=False)
+    kept: collections.deque[str] = collections.deque()
+    assert builds.BuildKitBuild(["build", "."]).run(io.StringIO(), kept) == 0
+    assert "BUILDX_NO_DEFAULT_ATTESTATIONS=1" in seen.read_text().splitlines()
