@@ -121,7 +121,7 @@ fetch_deb() {
     dpkg-deb -x "$work/${package}"_*.deb "$work/x"
 }
 
-# The buildx plugin for the bake test (tests/e2e/test_bake.py), Debian sid's current release. It is kept
+# The buildx plugin for the bake test (tests/e2e/test_buildx_bake.py), Debian sid's current release. It is kept
 # where no docker client looks by itself, so the host's `docker build` stays what it was; the test names
 # the folder in a client configuration of its own. A client that already has buildx needs none.
 BUILDX_PLUGIN=/usr/local/lib/pudev/cli-plugins/docker-buildx
