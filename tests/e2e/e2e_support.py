@@ -65,7 +65,7 @@ def run_pudev(*args: str, timeout: float = 3600, env: dict[str, str] | None = No
 def tidy_mid_run() -> None:
     """`scripts/host-setup.sh tidy` as every run starts (under CI=true: replaced pudev images go, the build cache
     is cut to its cap), first dropping the build cache records no step of this run has used: an older build's,
-    which the next run will not use either (measured 2026-12-06 after a warm CI run: 6.6 GB of 10.7)."""
+    which the next run will not use either (the benchmark log's 2026-12-06 entry on CI's disk)."""
     unused_for = f"{int(time.monotonic() - RUN_STARTED) + 60}s"
     subprocess.run(["sh", str(REPO_ROOT / "scripts/host-setup.sh"), "tidy"], check=False, capture_output=True,
                    timeout=600, env={**os.environ, "PUDEV_BUILD_CACHE_UNUSED_FOR": unused_for})

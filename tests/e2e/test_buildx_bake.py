@@ -1,11 +1,11 @@
-"""`docker buildx bake` on the file `pudev bake` writes, as GitHub's runners build from it, through a real
+"""`docker buildx bake` on the file `pudev bake` writes for remote or clustered builders, through a real
 buildx plugin: the host's own, or Debian sid's that `scripts/host-setup.sh tools` keeps aside for this test
 (read through a client configuration of the test's own, so the host's `docker build` stays what it was).
 
 Bake runs on this engine's BuildKit (buildx's docker driver), where `pudev build` made the same variant. Its
 RUN steps run again all the same: `pudev build` runs them in the host's network (plan.BUILD_NETWORK), which
 is part of each step's cache key, and a bake file leaves the network to the builder. So this is a second
-build from the file alone (about 40 s here, the package caches warm), and what must match is what a user
+build from the file alone (quick while the package caches are warm), and what must match is what a user
 gets: the packages and files (`pudev manifest --diff`), not the layers' digests (file times differ)."""
 
 from __future__ import annotations
