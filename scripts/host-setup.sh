@@ -112,10 +112,9 @@ fetch_deb() {
         /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -n 1)
     printf 'deb %s %s main\n' "$archive" "$1" > "$work/sources.list"
     mkdir -p "$work/lists/partial"
-    set -- "$2" -o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
+    package=$2
+    set -- -o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
         -o "Dir::State::Lists=$work/lists" -o APT::Sandbox::User=root
-    package=$1
-    shift
     apt-get "$@" -q update >/dev/null
     (cd "$work" && apt-get "$@" -q download "$package" >/dev/null 2>&1)
     dpkg-deb -x "$work/${package}"_*.deb "$work/x"

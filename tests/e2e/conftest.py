@@ -23,7 +23,7 @@ import kept_between_runs
 import pytest
 from browser_session import missing_browser_tools
 from container_logs import LogWatch
-from e2e_support import LocalImage, Profiles, SuiteRun, run_pudev, tidy_mid_run
+from e2e_support import LocalImage, Profiles, SuiteRun, run_pudev, skip_or_fail, tidy_mid_run
 from podman_engine import RootlessPodman
 from realistic_registry import RealisticRegistry
 
@@ -31,28 +31,22 @@ from pudev.engine import docker
 from pudev.paths import REPO_ROOT
 
 
-def _skip_or_fail(reason: str) -> None:
-    if os.environ.get("PUDEV_REQUIRE_ENGINE") == "1" or os.environ.get("PUDEV_STRICT") == "1":
-        pytest.fail(f"PUDEV_REQUIRE_ENGINE=1 but {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="session")
 def docker_engine() -> str:
     setup = subprocess.run(["sh", str(REPO_ROOT / "scripts/host-setup.sh"), "engine"], check=False, capture_output=True,
                            text=True, timeout=300)
     if setup.returncode != 0:
-        _skip_or_fail(f"no Docker engine: {setup.stderr.strip()}")
+        skip_or_fail(f"no Docker engine: {setup.stderr.strip()}")
     try:
         docker.require_daemon()
         return docker.docker_cli()
     except Exception as error:  # a PudevError naming the problem
-        _skip_or_fail(f"no usable Docker engine: {error}")
+        skip_or_fail(f"no usable Docker engine: {error}")
         raise
 
 
-# What one e2e module may add to Docker's disk at most (an arm64 build, a podman pull), measured on 2026-12-06:
-# a first run on an empty engine ran out of 78 GB with its build cache at 41 GB.
+# What one e2e module may add to Docker's disk at most (an arm64 build, a podman pull): the benchmark log's
+# 2026-12-06 entry on where a run's disk goes.
 MODULE_DISK_GB = 25
 
 
@@ -70,7 +64,7 @@ def room_on_ci(request: pytest.FixtureRequest) -> None:
 
 def _require_registry() -> None:
     if shutil.which("docker-registry") is None:
-        _skip_or_fail("docker-registry is not installed (sudo apt-get install docker-registry)")
+        skip_or_fail("docker-registry is not installed (sudo apt-get install docker-registry)")
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +98,7 @@ def browser_tools() -> None:
     """Debian's chromium and chromium-driver, which the browser tests drive (browser_session.py)."""
     missing = missing_browser_tools()
     if missing:
-        _skip_or_fail(f"{' and '.join(missing)} not installed: sh scripts/host-setup.sh tools")
+        skip_or_fail(f"{' and '.join(missing)} not installed: sh scripts/host-setup.sh tools")
 
 
 @pytest.fixture(scope="session")

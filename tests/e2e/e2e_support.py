@@ -62,6 +62,13 @@ def run_pudev(*args: str, timeout: float = 3600, env: dict[str, str] | None = No
     return result
 
 
+def skip_or_fail(reason: str) -> None:
+    """Skip with the reason; under PUDEV_REQUIRE_ENGINE=1 (.ci/run) or PUDEV_STRICT=1, fail with it instead."""
+    if os.environ.get("PUDEV_REQUIRE_ENGINE") == "1" or os.environ.get("PUDEV_STRICT") == "1":
+        pytest.fail(f"PUDEV_REQUIRE_ENGINE=1 but {reason}")
+    pytest.skip(reason)
+
+
 def tidy_mid_run() -> None:
     """`scripts/host-setup.sh tidy` as every run starts (under CI=true: replaced pudev images go, the build cache
     is cut to its cap), first dropping the build cache records no step of this run has used: an older build's,

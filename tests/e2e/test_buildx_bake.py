@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from e2e_support import LocalImage, profile_variant, run_pudev
+from e2e_support import LocalImage, profile_variant, run_pudev, skip_or_fail
 
 from pudev.engine import docker
 from pudev.paths import REPO_ROOT
@@ -28,20 +28,22 @@ pytestmark = [pytest.mark.engine, pytest.mark.slow]
 KEPT_PLUGIN = Path("/usr/local/lib/pudev/cli-plugins/docker-buildx")
 
 
-def _buildx_env(tmp_path: Path) -> dict[str, str]:
-    """The environment in which `docker buildx` answers: as it is, or with the kept plugin's folder added."""
+def _buildx_env(tmp_path: Path) -> tuple[dict[str, str], str]:
+    """The environment in which `docker buildx` answers (the host's plugin, else the kept one's folder added to
+    a client configuration of the test's own), and the plugin's version."""
     cli = docker.docker_cli()
-    if subprocess.run([cli, "buildx", "version"], capture_output=True, check=False, timeout=60).returncode == 0:
-        return dict(os.environ)
-    if not KEPT_PLUGIN.exists():
-        message = f"no buildx plugin for {cli}: sh scripts/host-setup.sh tools installs one"
-        if os.environ.get("PUDEV_REQUIRE_ENGINE") == "1" or os.environ.get("PUDEV_STRICT") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    config = tmp_path / "docker-config"
-    config.mkdir()
-    (config / "config.json").write_text(json.dumps({"cliPluginsExtraDirs": [str(KEPT_PLUGIN.parent)]}))
-    return {**os.environ, "DOCKER_CONFIG": str(config)}
+    env = dict(os.environ)
+    probe = subprocess.run([cli, "buildx", "version"], capture_output=True, text=True, env=env, check=False, timeout=60)
+    if probe.returncode != 0 and KEPT_PLUGIN.exists():
+        config = tmp_path / "docker-config"
+        config.mkdir()
+        (config / "config.json").write_text(json.dumps({"cliPluginsExtraDirs": [str(KEPT_PLUGIN.parent)]}))
+        env["DOCKER_CONFIG"] = str(config)
+        probe = subprocess.run([cli, "buildx", "version"], capture_output=True, text=True, env=env, check=False,
+                               timeout=60)
+    if probe.returncode != 0:
+        skip_or_fail(f"no buildx plugin for {cli}: sh scripts/host-setup.sh tools installs one")
+    return env, probe.stdout.strip()
 
 
 def _layers(tag: str) -> list[str]:
@@ -51,10 +53,8 @@ def _layers(tag: str) -> list[str]:
 
 
 def test_bake_builds_the_image_pudev_build_makes(local_image: LocalImage, tmp_path: Path) -> None:
-    env = _buildx_env(tmp_path)
+    env, version = _buildx_env(tmp_path)
     cli = docker.docker_cli()
-    version = subprocess.run([cli, "buildx", "version"], capture_output=True, text=True, env=env, check=True,
-                             timeout=60).stdout.strip()
     bake_file = tmp_path / "docker-bake.json"
     wrote = run_pudev("bake", "--profile", "local", "--out", str(bake_file), check=True).stdout
     # The command pudev prints is the one run (buildx refuses to read the CA bundle unless it is allowed).

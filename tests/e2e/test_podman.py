@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import LocalImage, profile_variant, push_candidate, registry_client, run_pudev
+from e2e_support import LocalImage, profile_variant, push_candidate, registry_client, run_pudev, skip_or_fail
 from podman_engine import PODMAN_USER, RUN_OPTIONS, RootlessPodman
 from realistic_registry import RealisticRegistry
 
@@ -61,25 +61,18 @@ class ZstdCopy:
         return str(self.manifests["zstd"]["config"]["digest"])
 
 
-def _skip_or_fail(reason: str) -> None:
-    # The same rule as conftest.py: a test that cannot run skips with its reason, unless the run is strict.
-    if os.environ.get("PUDEV_REQUIRE_ENGINE") == "1" or os.environ.get("PUDEV_STRICT") == "1":
-        pytest.fail(f"PUDEV_REQUIRE_ENGINE=1 but {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def podman(docker_engine: str) -> RootlessPodman:
     asked = os.environ.get("CI") == "true" or os.environ.get("PUDEV_CREATE_PODMAN_USER") == "1"
     if not asked and subprocess.run(["id", PODMAN_USER], capture_output=True, check=False).returncode != 0:
-        _skip_or_fail(f"rootless podman runs as its own host user, {PODMAN_USER}, which is created only with "
+        skip_or_fail(f"rootless podman runs as its own host user, {PODMAN_USER}, which is created only with "
                       "PUDEV_CREATE_PODMAN_USER=1 (or CI=true): docs/maintaining/tests.md")
     setup = subprocess.run(["sh", str(REPO_ROOT / "scripts/host-setup.sh"), "podman"], check=False,
                            capture_output=True, text=True, timeout=600)
     if setup.returncode != 0:
-        _skip_or_fail(f"no rootless podman: {setup.stderr.strip()}")
+        skip_or_fail(f"no rootless podman: {setup.stderr.strip()}")
     if os.geteuid() != 0:
-        _skip_or_fail("the podman test runs podman as its own non-root user, and switching to it needs root")
+        skip_or_fail("the podman test runs podman as its own non-root user, and switching to it needs root")
     engine = RootlessPodman.for_user()
     # host-setup checks this too; here it guards against a storage.conf changed since.
     assert engine.storage_driver() == "overlay", "rootless podman must use overlay: vfs copies every layer in full"
