@@ -5,7 +5,7 @@ declares `manylinux2014_sbsa` inside its WHEEL file although its file name says 
 installs it and torch loads it, but uv calls it "built for a different platform". Only that
 complaint, and only about a package the base brought (BASE_RECORD), passes; anything else fails
 the build with uv's own words.
-Needs pudev's build library on PYTHONPATH (the lock-file parser's name normalization).
+Needs pudev's lock parser (scripts/pudev/common/lock_file.py) mounted beside it as lock_file.py.
 Usage: python3 check-installed.py UV BASE_RECORD
 """
 
@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pudev.common.lock_file import normalize
+from lock_file import normalize
 
 PLATFORM_QUIRK = re.compile(r"The package `([^`]+)` was built for a different platform")
 

@@ -5,18 +5,19 @@
 # (NCCL loads libibverbs to use that hardware; ibv_devinfo shows what is visible)
 # and an ssh client for MPI-style launchers. Debian's rdma-core package itself is
 # left out: it holds the host's udev rules and systemd units and pulls in udev.
-# Usage: install-os-packages.sh BUILD_MIRROR CXX_STANDARD MAX_GCC [MAX_GCC...]
-# Needs PYTHONPATH to hold pudev (bind-mounted) for the mirror steps.
+# Usage: install-os-packages.sh APT_MIRROR mirror|upstream CXX_STANDARD MAX_GCC [MAX_GCC...]
+# (APT_MIRROR and the security suites' server: BUILD_APT_MIRROR and BUILD_APT_SECURITY, which
+# `pudev plan` passes; an empty APT_MIRROR keeps the base's own sources). Needs /tmp/apt.py mounted.
 set -eu
-build_mirror=$1
-cxx_standard=$2
-shift 2
+apt_mirror=$1
+apt_security=$2
+cxx_standard=$3
+shift 3
 sources=$(mktemp -d)
 trap 'rm -rf "$sources"' EXIT
 
-# Keep the base's sources for `pudev mirror none`; download through BUILD_MIRROR.
-python3 -m pudev.mirror save-originals
-python3 -m pudev.mirror build-sources "$build_mirror" "$sources"
+# Download through the build's mirror; the image's own /etc/apt stays as the base has it.
+python3 /tmp/apt.py "$apt_mirror" "$apt_security" "$sources"
 # shellcheck disable=SC2086  # PUDEV_APT_CA_OPTIONS holds several words on purpose.
 # dpkg's fsync after every file buys nothing in a build step, whose layer is kept only once it
 # ends, and no build step reads the descriptions' translations (6 MB to fetch and parse on every

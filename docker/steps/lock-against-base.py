@@ -7,7 +7,7 @@ nothing differs; a lock made without the base (--without-base), or a base re-tag
 reported here, and `uv pip check` after the install proves the kept versions still satisfy
 everything. The first package step sees the base alone and writes BASE_RECORD; the second sees
 the first step's packages too, so it reads what the base shipped from BASE_RECORD (--recorded).
-Needs pudev's build library on PYTHONPATH (the lock-file parser).
+Needs pudev's lock parser (scripts/pudev/common/lock_file.py) mounted beside it as lock_file.py.
 Usage: python3 lock-against-base.py [--recorded] PINS INSTALL_LIST BASE_RECORD
 """
 
@@ -15,7 +15,7 @@ import sys
 from importlib.metadata import distributions
 from pathlib import Path
 
-from pudev.common.lock_file import normalize, read_pins
+from lock_file import normalize, read_pins
 
 
 def shipped_now() -> dict[str, tuple[str, str]]:

@@ -28,8 +28,9 @@ def _tool(name: str, hint: str) -> str:
     return found
 
 
-def _gate(command: list[str]) -> None:
-    result = subprocess.run(command, check=False, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+def _gate(command: list[str], env: dict[str, str] | None = None) -> None:
+    result = subprocess.run(command, check=False, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
+                            env=None if env is None else {**os.environ, **env})
     assert result.returncode == 0, f"{' '.join(command[:3])} ...\n{result.stdout}\n{result.stderr}"
 
 
@@ -71,10 +72,11 @@ def test_mypy_strict(paths: list[str]) -> None:
 
 
 def test_mypy_strict_docker() -> None:
-    """One run per file: they are standalone scripts, and mypy names every suffix-less one __main__."""
+    """One run per file: they are standalone scripts, and mypy names every suffix-less one __main__. A build
+    step mounts pudev's lock parser beside the step scripts that import it (as `lock_file`)."""
     mypy = _tool("mypy", "make venv")
     for path in docker_python():
-        _gate([mypy, "--strict", path])
+        _gate([mypy, "--strict", path], env={"MYPYPATH": "scripts/pudev/common"})
 
 
 def test_import_layering() -> None:

@@ -1,9 +1,11 @@
 """docker/steps/check-installed.py, the package check after the last layer: uv's verdict stands, except
 for the one upstream quirk it names (a wheel the base brought whose WHEEL file says manylinux2014_sbsa).
-Run as the build runs it, with a stand-in `uv` that prints what uv would."""
+Run as the build runs it (the script with the lock parser mounted beside it, nothing of pudev on the path),
+with a stand-in `uv` that prints what uv would."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from pudev.paths import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "docker/steps/check-installed.py"
+LOCK_PARSER = REPO_ROOT / "scripts/pudev/common/lock_file.py"
 QUIRK = "The package `nvidia-cusparselt-cu13` was built for a different platform"
 CONFLICT = "The package `jupyterlab` requires `jinja2>=3.0.3`, but `3.0.0` is installed"
 
@@ -24,8 +27,12 @@ def _check(tmp_path: Path, output: str, code: int, shipped: str = "nvidia_cuspar
     uv.chmod(0o755)
     record = tmp_path / "base-packages.txt"
     record.write_text(shipped)
-    return subprocess.run([sys.executable, str(SCRIPT), str(uv), str(record)], capture_output=True, text=True,
-                          check=False)
+    steps = tmp_path / "steps"
+    steps.mkdir()
+    shutil.copy(SCRIPT, steps / SCRIPT.name)
+    shutil.copy(LOCK_PARSER, steps / "lock_file.py")
+    return subprocess.run([sys.executable, "-E", str(steps / SCRIPT.name), str(uv), str(record)], capture_output=True,
+                          text=True, check=False)
 
 
 @pytest.mark.parametrize(("output", "code", "shipped", "passes"), [

@@ -1,9 +1,10 @@
 """What the image installs says why, and the build steps get only the pudev they import.
 
 Every OS package and every Python requirement carries a comment, as docker-stacks writes
-them, so a package nobody can explain is visible in review. The build-time slice of pudev
-(docker/Dockerfile's build-lib stage) holds exactly what the mirror steps and the package steps
-import: an edit anywhere else in pudev must not reach the OS package and Python package layers."""
+them, so a package nobody can explain is visible in review. A build step before the image's
+own tools are copied in mounts single pudev files that import nothing of pudev (the apt
+rewriter, the lock parser), never the package: an edit anywhere else in pudev must not reach
+the OS package and Python package layers."""
 
 from __future__ import annotations
 
@@ -43,33 +44,28 @@ def test_every_python_requirement_says_why_it_is_there() -> None:
         assert explained, f"{IMAGE_REQUIREMENTS.name}: {line.split()[0]} has no comment saying why"
 
 
-def _copied_into(stage_name: str) -> set[str]:
-    """The module paths (scripts/...) a FROM scratch stage of the Dockerfile copies."""
-    stage = DOCKERFILE.read_text().split(f"AS {stage_name}\n", 1)[1].split("\nFROM ", 1)[0]
-    return {source for line in stage.splitlines() if line.startswith("COPY ") for source in line.split()[1:-1]}
-
-
-def _module_file(module: str) -> Path:
-    return PACKAGE / (module.replace(".", "/") + ".py")
+def _mounted_pudev_files() -> list[str]:
+    """Every scripts/pudev source a RUN step of the Dockerfile bind-mounts."""
+    return re.findall(r"--mount=type=bind,source=(scripts/pudev[^,\s]*)", DOCKERFILE.read_text())
 
 
 def _pudev_imports(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pudev."):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pudev"):
             found.add(node.module)
         elif isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names if alias.name.startswith("pudev.")}
+            found |= {alias.name for alias in node.names if alias.name.startswith("pudev")}
     return found
 
 
-def test_the_build_steps_get_exactly_the_pudev_they_import() -> None:
-    """The mirror code and the lock-file parser (the package steps cut and read the lock with it), and what
-    those import: an edit anywhere else in pudev leaves the OS package and Python package steps cached."""
-    copied = _copied_into("build-lib")
-    mirror = [path for path in (PACKAGE / "pudev" / "mirror").rglob("*.py")]
-    assert "scripts/pudev/mirror" in copied
-    needed = {module for path in mirror for module in _pudev_imports(path) if not module.startswith("pudev.mirror")}
-    needed |= {"pudev.common.lock_file", *_pudev_imports(_module_file("pudev.common.lock_file"))}
-    files = {"scripts/" + module.replace(".", "/") + ".py" for module in needed}
-    assert files == copied - {"scripts/pudev/mirror"}, (files, copied)
+def test_build_steps_mount_single_pudev_files_that_import_no_pudev() -> None:
+    """The OS package step runs the apt rewriter, the lock stage and the package steps the lock parser: each
+    mounted alone, so each must stand alone; an edit anywhere else in pudev leaves those steps cached."""
+    mounted = _mounted_pudev_files()
+    assert {"scripts/pudev/mirror/apt.py", "scripts/pudev/common/lock_file.py"} <= set(mounted), mounted
+    for source in mounted:
+        path = REPO_ROOT / source
+        assert path.is_file() and path.suffix == ".py", f"{source}: a build step mounts pudev whole, not one file"
+        assert not _pudev_imports(path), f"{source} imports {_pudev_imports(path)}, which its build step lacks"
+    assert "PYTHONPATH" not in DOCKERFILE.read_text(), "a build step puts pudev on its path"

@@ -16,9 +16,10 @@ else:  # pragma: no cover - Python 3.10 hosts
 import pytest
 
 from pudev.common.errors import PudevError
+from pudev.mirror import apt as apt_module
 from pudev.mirror import switch
-from pudev.mirror.__main__ import build_env, set_mirror
-from pudev.mirror.apt import rewrite_deb822, rewrite_one_line
+from pudev.mirror.__main__ import set_mirror
+from pudev.mirror.apt import build_sources, rewrite_deb822, rewrite_one_line
 from pudev.mirror.catalogue import MIRRORS
 from pudev.mirror.config import render_condarc, render_pip_conf, render_uv_toml
 from pudev.mirror.mirror_files import MirrorFiles
@@ -111,10 +112,8 @@ def test_pip_and_uv_files_keep_certificate_checks_on(name: str) -> None:
     pip_conf, uv_toml = render_pip_conf(mirror), render_uv_toml(mirror)
     assert f"index-url = {mirror.pypi_index}" in pip_conf
     assert tomllib.loads(uv_toml) == {"index-url": mirror.pypi_index}
-    for text in (pip_conf, uv_toml, build_env(name)):
+    for text in (pip_conf, uv_toml):
         assert "trusted-host" not in text and "TRUSTED_HOST" not in text and "insecure" not in text.lower()
-    assert build_env(name).splitlines() == [f"export PIP_INDEX_URL={mirror.pypi_index}",
-                                            f"export UV_DEFAULT_INDEX={mirror.pypi_index}"]
 
 
 def test_condarc_maps_defaults_and_community_channels() -> None:
@@ -215,10 +214,22 @@ def test_uv_reads_the_system_file_and_a_users_own_wins(tmp_path: Path) -> None:
 
 
 def test_build_sources_leave_etc_alone(image_root: MirrorFiles, tmp_path: Path) -> None:
-    switch.write_build_sources(image_root, switch.lookup("aliyun"), tmp_path / "build")
+    etc_apt = image_root.apt_list.parent
+    build_sources(etc_apt, MIRRORS["aliyun"], tmp_path / "build", https=True)
     assert "mirrors.aliyun.com" in (tmp_path / "build/sources.list").read_text()
     assert "mirrors.aliyun.com" in (tmp_path / "build/sources.list.d/debian.sources").read_text()
     assert image_root.apt_list.read_text() == UBUNTU_2204
+    build_sources(etc_apt, None, tmp_path / "own", https=True)  # no build mirror: the base's own, as they are
+    assert (tmp_path / "own/sources.list").read_text() == UBUNTU_2204
+
+
+@pytest.mark.parametrize("args", [[], ["https://mirrors.example.org", "sometimes", "/tmp/x"], ["a", "mirror"]])
+def test_the_build_steps_apt_rewriter_refuses_bad_arguments_in_one_line(args: list[str]) -> None:
+    """As the OS package step runs it: the file alone, no pudev on the path."""
+    result = subprocess.run([sys.executable, "-E", str(Path(apt_module.__file__)), *args], capture_output=True,
+                            text=True, check=False)
+    assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+    assert "BUILD_APT_MIRROR" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_set_mirror_as_a_user_writes_their_files_and_says_what_needs_root(

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -20,6 +21,7 @@ from pudev.config.model import Variant
 from pudev.config.overrides import parse_assignments, parse_toolkit_images
 from pudev.config.profiles import load_profile, profile_names
 from pudev.config.selection import profile_builds
+from pudev.mirror.catalogue import MIRRORS, NO_MIRROR
 from pudev.paths import DOCKERFILE, VARIANTS_FILE
 
 SOURCE = SourceInfo(revision="0" * 40, created="2026-01-01T00:00:00Z", url="")
@@ -75,10 +77,23 @@ def test_the_record_step_reads_the_record_alone_and_nothing_earlier_reads_it() -
     instructions = dockerfile_instructions(DOCKERFILE)
     declared = instructions.index(f"ARG {RECORD_ARG}")
     runs = [item for item in instructions[declared:] if item.startswith("RUN ")]
-    assert "write-record.sh" in runs[0] and set(re.findall(r"\$\{(\w+)\}", runs[0])) == {RECORD_ARG}
-    assert all("compileall" in item for item in runs[1:])  # the tools' bytecode: the one RUN after it
+    assert len(runs) == 1 and "pudev.image.record write" in runs[0], runs  # the last step of all
+    assert RECORD_ARG in set(re.findall(r"\$\{(\w+)\}", runs[0]))
     assert not any(RECORD_ARG in item for item in instructions[:declared])
     assert any("install-packages.sh" in item for item in instructions[:declared])
+    assert any(item.startswith("COPY scripts/pudev ") for item in instructions[:declared])
+
+
+@pytest.mark.parametrize("name", [*MIRRORS, NO_MIRROR])
+def test_the_build_gets_its_mirrors_values_not_its_name(name: str) -> None:
+    """No build step looks a mirror up: each gets the index and apt server as values (empty: the base's own)."""
+    variant = dataclasses.replace(next(iter(load_matrix(VARIANTS_FILE).variants.values())), build_mirror=name)
+    args = build_args(variant)
+    mirror = MIRRORS.get(name)
+    assert args["BUILD_PYPI_INDEX"] == (mirror.pypi_index if mirror else "")
+    assert args["BUILD_APT_MIRROR"] == (mirror.apt_base if mirror else "")
+    assert args["BUILD_APT_SECURITY"] == ("upstream" if mirror and mirror.apt_security_upstream else "mirror")
+    assert name not in args.values() or name == args.get("MIRROR")
 
 
 def test_ca_bundle_is_a_secret_never_a_build_arg(tmp_path: Path, matrix_file: WriteMatrix) -> None:

@@ -20,6 +20,7 @@ from pudev.common.platforms import native_platform
 from pudev.common.variant import as_text, travelling_values
 from pudev.config.model import Variant
 from pudev.config.rules import PLATFORM_SUFFIX
+from pudev.mirror.catalogue import MIRRORS
 from pudev.paths import DOCKERFILE, REPO_ROOT
 
 TARGET = "final"
@@ -40,8 +41,9 @@ def local_tag(variant: Variant) -> str:
 def build_args(variant: Variant) -> dict[str, str]:
     """The ARGs Docker itself uses, in FROM lines and the steps before the record: each is in
     those steps' cache keys. The record step reads the variant from IMAGE_RECORD alone. Each
-    field's ARG is declared with the field (pudev.common.variant); the lock and the two toolkit
-    slots are spelled here: a file name, and one ARG per slot and property."""
+    field's ARG is declared with the field (pudev.common.variant); the lock, the two toolkit
+    slots and the build mirror are spelled here: a file name, one ARG per slot and property, and
+    the build mirror's values (empty: the base's own sources), so no build step needs pudev's catalogue."""
     args = {contract.build_arg: as_text(value) for _, contract, value in travelling_values(variant)
             if contract.build_arg}
     args["LOCK"] = lock_path(variant).name
@@ -51,6 +53,12 @@ def build_args(variant: Variant) -> dict[str, str]:
             f"TOOLKIT_{slot}_VERSION": toolkit.version,
             f"TOOLKIT_{slot}_MAX_GCC": str(toolkit.max_gcc),
         })
+    mirror = MIRRORS.get(variant.build_mirror)
+    args.update({
+        "BUILD_PYPI_INDEX": mirror.pypi_index if mirror else "",
+        "BUILD_APT_MIRROR": mirror.apt_base if mirror else "",
+        "BUILD_APT_SECURITY": "upstream" if mirror and mirror.apt_security_upstream else "mirror",
+    })
     return args
 
 

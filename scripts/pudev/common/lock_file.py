@@ -1,8 +1,8 @@
 """The hashed requirement lock `pudev lock` writes (uv pip compile --generate-hashes), read one way
 everywhere: the host's checks, the image's record, and the build's package steps, which mount this
-module with pudev's build library. It also cuts a lock in two: the packages a list names (what
-rarely changes), and the rest.
-Usage (a build step): python3 -m pudev.common.lock_file split LOCK NAMES OUT_DIR
+file alone (stdlib only, so an edit elsewhere in pudev leaves those steps cached). It also cuts a
+lock in two: the packages a list names (what rarely changes), and the rest.
+Usage (a build step): python3 lock_file.py split LOCK NAMES OUT_DIR
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def split(text: str, names: set[str]) -> tuple[str, str]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 4 or argv[0] != "split":
-        print("usage: python3 -m pudev.common.lock_file split LOCK NAMES OUT_DIR", file=sys.stderr)
+        print("usage: python3 lock_file.py split LOCK NAMES OUT_DIR", file=sys.stderr)
         return 2
     lock, names, out = Path(argv[1]), Path(argv[2]), Path(argv[3])
     out.mkdir(parents=True, exist_ok=True)

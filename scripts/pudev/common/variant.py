@@ -92,7 +92,8 @@ class Variant:
                                              column="toolkits (* = CUDA_HOME)")
     image: str = declared(toml="shared", required=True, label="image", ci="image")  # the repository name
     mirror: str = declared(toml="shared", required=True, build_arg="MIRROR", label="mirror")
-    build_mirror: str = declared(toml="shared", build_arg="BUILD_MIRROR")  # defaults to mirror
+    # Defaults to mirror. The build gets its values, not its name (pudev.building.plan.build_args).
+    build_mirror: str = declared(toml="shared")
     # requirements/lock/<lock>.txt; variants with identical inputs share one (LOCK is its file name).
     lock: str = declared(toml="variant", per_platform=True)
     # The suite halves (or the platform scope) a candidate must pass to be promoted.

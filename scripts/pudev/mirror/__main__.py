@@ -1,10 +1,8 @@
 """`python -m pudev.mirror ...`: the build's and the image's mirror commands.
 
-Build steps (root, before pudev is installed; the package is bind-mounted):
-  save-originals             keep the base image's apt sources
-  build-sources NAME DIR     apt sources for the build's own downloads, in DIR
-  build-env NAME             shell exports that point pip at NAME for one RUN
-Run time (`pudev mirror` in the image is this):
+A build step (root, with the image's own pudev, before the first switch):
+  save-originals             keep the base image's apt sources for `pudev mirror none`
+Run time (`pudev mirror` in the image is this; the build runs it once for MIRROR):
   NAME                       as root: apt and the system-wide pip/uv/conda files (every
                              user); otherwise this user's own pip/uv/conda files
   --show                     print what each tool uses
@@ -14,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -26,14 +23,6 @@ from pudev.mirror.mirror_files import MirrorFiles
 
 def _files(args: argparse.Namespace) -> MirrorFiles:
     return MirrorFiles(root=Path(args.root), home=Path(args.home or Path.home()))
-
-
-def build_env(name: str) -> str:
-    mirror = switch.lookup(name)
-    if mirror is None:
-        return ""
-    index = shlex.quote(mirror.pypi_index)
-    return "\n".join([f"export PIP_INDEX_URL={index}", f"export UV_DEFAULT_INDEX={index}"])
 
 
 def set_mirror(files: MirrorFiles, name: str, *, apt: bool) -> list[str]:
@@ -62,18 +51,14 @@ def format_state(state: dict[str, str]) -> str:
 
 
 def build_step(step: str, args: list[str], files: MirrorFiles) -> None:
-    """The steps a Dockerfile RUN calls before pudev is installed."""
+    """The step a Dockerfile RUN calls before the first switch."""
     if step == "save-originals" and not args:
         switch.save_originals(files)
-    elif step == "build-sources" and len(args) == 2:
-        switch.write_build_sources(files, switch.lookup(args[0]), Path(args[1]))
-    elif step == "build-env" and len(args) == 1:
-        print(build_env(args[0]))
     else:
         raise PudevError(f"usage: python -m pudev.mirror {step} {BUILD_STEPS[step]}")
 
 
-BUILD_STEPS = {"save-originals": "", "build-sources": "NAME DIR", "build-env": "NAME"}
+BUILD_STEPS = {"save-originals": ""}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,21 +4,44 @@ One-line format (`deb [options] URI SUITE COMPONENTS`, Ubuntu 22.04's
 /etc/apt/sources.list) and deb822 stanzas (`URIs: ...`, Ubuntu 24.04 and Debian 12's
 *.sources). Only the scheme and host of archives a mirror carries are rewritten;
 suites, components, options and unknown repositories are kept as they are.
+
+The image's OS package step runs this file alone (bind-mounted, stdlib only, so an edit
+elsewhere in pudev leaves that step cached) to point the build's own downloads at
+BUILD_APT_MIRROR; `pudev plan` passes the mirror's values as build arguments.
+Usage (a build step): python3 apt.py APT_BASE|"" mirror|upstream OUT_DIR
 """
 
 from __future__ import annotations
 
 import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 from urllib.parse import urlsplit
 
-from pudev.mirror.catalogue import Mirror
+
+class AptMirror(Protocol):
+    """What apt needs of a mirror (pudev.mirror.catalogue.Mirror has it)."""
+
+    @property
+    def apt_base(self) -> str: ...
+
+    @property
+    def apt_security_upstream(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class BuildAptMirror:
+    apt_base: str
+    apt_security_upstream: bool
 
 # Archive path (first URI segment) -> the same archive on a mirror.
 MIRRORED_ARCHIVES = ("ubuntu", "ubuntu-ports", "debian", "debian-security")
 _ONE_LINE = re.compile(r"^(?P<head>\s*deb(?:-src)?\s+(?:\[[^\]]*\]\s+)?)(?P<uri>\S+)(?P<tail>\s+(?P<suite>\S+).*)$")
 
 
-def mirrored_uri(uri: str, suite: str, mirror: Mirror, *, https: bool) -> str:
+def mirrored_uri(uri: str, suite: str, mirror: AptMirror, *, https: bool) -> str:
     """The mirror's URI for one archive entry, or `uri` unchanged when it stays upstream."""
     parts = urlsplit(uri)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -33,7 +56,7 @@ def mirrored_uri(uri: str, suite: str, mirror: Mirror, *, https: bool) -> str:
     return f"{base}/{archive}/"
 
 
-def rewrite_one_line(text: str, mirror: Mirror, *, https: bool) -> str:
+def rewrite_one_line(text: str, mirror: AptMirror, *, https: bool) -> str:
     """Rewrite a sources.list (one entry per line); comments and blank lines are kept."""
     lines = []
     for line in text.splitlines():
@@ -46,7 +69,7 @@ def rewrite_one_line(text: str, mirror: Mirror, *, https: bool) -> str:
     return "\n".join(lines) + ("\n" if text.endswith("\n") or lines else "")
 
 
-def rewrite_deb822(text: str, mirror: Mirror, *, https: bool) -> str:
+def rewrite_deb822(text: str, mirror: AptMirror, *, https: bool) -> str:
     """Rewrite a .sources file. A stanza listing security and other suites is split in two
     when only the security part stays upstream, so each keeps its own server."""
     stanzas = re.split(r"\n[ \t]*\n", text.strip("\n"))
@@ -63,7 +86,7 @@ def _replace_field(stanza: str, name: str, value: str) -> str:
     return re.sub(rf"^({name}:[ \t]*).*$", rf"\g<1>{value}", stanza, count=1, flags=re.MULTILINE | re.IGNORECASE)
 
 
-def _rewrite_stanza(stanza: str, mirror: Mirror, *, https: bool) -> str:
+def _rewrite_stanza(stanza: str, mirror: AptMirror, *, https: bool) -> str:
     uris = _field(stanza, "URIs").split()
     suites = _field(stanza, "Suites").split()
     if not uris or not suites:
@@ -82,3 +105,44 @@ def _rewrite_stanza(stanza: str, mirror: Mirror, *, https: bool) -> str:
 def uses_host(text: str, host: str) -> bool:
     """True when any entry of a sources file (either format) points at `host`."""
     return any(urlsplit(uri).netloc == host for uri in re.findall(r"[a-z]+://[^\s\]]+", text))
+
+
+SECURITY_CHOICES = {"mirror": False, "upstream": True}
+
+
+def build_sources(etc_apt: Path, mirror: AptMirror | None, outdir: Path, *, https: bool) -> list[Path]:
+    """The base's sources (one-line and deb822), rewritten for `mirror` (None: as they are), in outdir's
+    sources.list and sources.list.d, leaving etc_apt alone: the image keeps its own for run time."""
+    (outdir / "sources.list.d").mkdir(parents=True, exist_ok=True)
+    (outdir / "sources.list").touch()
+    parts = etc_apt / "sources.list.d"
+    found = [etc_apt / "sources.list"] if (etc_apt / "sources.list").is_file() else []
+    if parts.is_dir():
+        found += sorted(path for path in parts.iterdir() if path.suffix in (".list", ".sources"))
+    written = []
+    for path in found:
+        text = path.read_text()
+        if mirror is not None:
+            text = (rewrite_deb822 if path.suffix == ".sources" else rewrite_one_line)(text, mirror, https=https)
+        target = outdir / ("sources.list" if path == etc_apt / "sources.list" else f"sources.list.d/{path.name}")
+        target.write_text(text)
+        written.append(target)
+    return written
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 3 or argv[1] not in SECURITY_CHOICES:
+        print(f"apt.py: error: expected APT_BASE (empty: the base's own) {'|'.join(SECURITY_CHOICES)} OUT_DIR,"
+              f" got {argv!r}: pass BUILD_APT_MIRROR and BUILD_APT_SECURITY as `pudev plan` prints them",
+              file=sys.stderr)
+        return 2
+    mirror = BuildAptMirror(argv[0].rstrip("/"), SECURITY_CHOICES[argv[1]]) if argv[0] else None
+    https = Path("/etc/ssl/certs/ca-certificates.crt").exists()  # HTTPS mirrors need public CAs in the image
+    how = f"through {mirror.apt_base}" if mirror else "as the base has it"
+    for path in build_sources(Path("/etc/apt"), mirror, Path(argv[2]), https=https):
+        print(f"apt.py: {path.name}: {how}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -56,15 +56,6 @@ def write_apt(files: MirrorFiles, mirror: Mirror | None) -> None:
         (files.root / relative).write_text(text)
 
 
-def write_build_sources(files: MirrorFiles, mirror: Mirror | None, outdir: Path) -> None:
-    """Sources for the build's own downloads (BUILD_MIRROR), outside /etc/apt."""
-    (outdir / "sources.list.d").mkdir(parents=True, exist_ok=True)
-    (outdir / "sources.list").touch()
-    for relative, text in rendered_apt(files, mirror).items():
-        target = outdir / ("sources.list" if relative.name == "sources.list" else f"sources.list.d/{relative.name}")
-        target.write_text(text)
-
-
 def write_tool_files(files: MirrorFiles, mirror: Mirror | None, *, system: bool) -> list[str]:
     """pip's, uv's and (where conda exists) conda's settings: the system-wide files (root, for
     every user) or this user's own. Files pudev did not write are left alone. Returns notes."""
