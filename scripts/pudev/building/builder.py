@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import collections
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import TextIO
 
 from pudev.building.buildlog import find_failure
@@ -30,7 +28,7 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
     platform = plan.variant.platform
     emulation.require_runnable(platform, f"pudev build {plan.variant.name} --platform {platform}")
     kept: collections.deque[str] = collections.deque(maxlen=LOG_LINES_KEPT)
-    with one_build_at_a_time(plan.tag), tempfile.TemporaryDirectory(prefix="pudev-build-") as scratch:
+    with one_build_at_a_time(plan.tag):
         # The record names the base's and toolkits' digests, so they must be here (pulled if need be)
         # first, for the platform built. The input images and the image this build replaces are
         # inspected once, together (each call costs the client's start): that answer (or the pull
@@ -47,10 +45,7 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
             missing = ", ".join(fact.name for fact in spec.pending)
             raise PudevError(f"the engine has no identity for {missing} of {plan.tag} although it was just "
                              "pulled; rerun the build")
-        # BuildKit writes the new image's id to a file: no inspect after the build where that is the
-        # engine's id for it.
-        id_file = Path(scratch) / "image-id"
-        buildkit_build = builds.BuildKitBuild(cli_args(spec, id_file=id_file))
+        buildkit_build = builds.BuildKitBuild(cli_args(spec))
         started = time.monotonic()
         try:
             returncode = buildkit_build.run(sink, kept)
@@ -58,8 +53,9 @@ def run_build(plan: BuildPlan, *, sink: TextIO = sys.stdout) -> str:
             raise _interrupted(plan.tag, replaced, docker.image_id(plan.tag)) from None
         if returncode != 0:
             raise _failure(plan, list(kept), returncode)
-        written = id_file.exists() and docker.iidfile_holds_the_image_id()
-        image = id_file.read_text().strip() if written else docker.image_id(plan.tag)
+        # The engine's own id, asked: --iidfile holds it from a 20.10 client, but the config's digest from
+        # buildx, which the containerd image store does not list the image by. One way on every engine.
+        image = docker.image_id(plan.tag)
         if not image:
             raise PudevError(f"build of {plan.tag} finished but the engine has no such image; rerun the build")
         if replaced and replaced != image:

@@ -165,13 +165,10 @@ class BuildPlan:
         return " \\\n    ".join(parts)
 
 
-def cli_args(spec: BuildSpec, *, id_file: Path | None = None) -> list[str]:
-    """The spec as `docker build` arguments (bake.py spells the same spec as a bake target); with an
-    `id_file`, BuildKit writes the built image's id to it."""
+def cli_args(spec: BuildSpec) -> list[str]:
+    """The spec as `docker build` arguments (bake.py spells the same spec as a bake target)."""
     args = ["build", "--progress=plain", "--file", str(spec.dockerfile), "--target", spec.target,
             "--network", BUILD_NETWORK]
-    if id_file is not None:
-        args += ["--iidfile", str(id_file)]
     if spec.no_cache:
         args.append("--no-cache")
     if spec.platform != native_platform():

@@ -100,14 +100,6 @@ def _client_major(cli: str) -> int | None:
         return None
 
 
-def iidfile_holds_the_image_id() -> bool:
-    """Whether `docker build --iidfile` writes the id the engine lists the image by. A 20.10 client
-    does; buildx (Docker 23+) writes the image config's digest, which is not the id on an engine with
-    the containerd image store (there the id is the manifest's digest)."""
-    major = _client_major(docker_cli())
-    return major is not None and major < 23
-
-
 @functools.cache  # probed once per client and command, however many steps ask
 def _can_buildkit(cli: str) -> bool:
     """Docker 23+ clients build with BuildKit only through the buildx plugin;
