@@ -214,12 +214,11 @@ def test_uv_reads_the_system_file_and_a_users_own_wins(tmp_path: Path) -> None:
 
 
 def test_build_sources_leave_etc_alone(image_root: MirrorFiles, tmp_path: Path) -> None:
-    etc_apt = image_root.apt_list.parent
-    build_sources(etc_apt, MIRRORS["aliyun"], tmp_path / "build", https=True)
+    build_sources(image_root.root, MIRRORS["aliyun"], tmp_path / "build")
     assert "mirrors.aliyun.com" in (tmp_path / "build/sources.list").read_text()
     assert "mirrors.aliyun.com" in (tmp_path / "build/sources.list.d/debian.sources").read_text()
     assert image_root.apt_list.read_text() == UBUNTU_2204
-    build_sources(etc_apt, None, tmp_path / "own", https=True)  # no build mirror: the base's own, as they are
+    build_sources(image_root.root, None, tmp_path / "own")  # no build mirror: the base's own, as they are
     assert (tmp_path / "own/sources.list").read_text() == UBUNTU_2204
 
 

@@ -108,23 +108,39 @@ def uses_host(text: str, host: str) -> bool:
 
 
 SECURITY_CHOICES = {"mirror": False, "upstream": True}
+# Relative to an image's root: the public CAs apt trusts (Debian's and Ubuntu's ca-certificates), without
+# which a mirror is reached over plain HTTP.
+SYSTEM_CA_BUNDLE = "etc/ssl/certs/ca-certificates.crt"
 
 
-def build_sources(etc_apt: Path, mirror: AptMirror | None, outdir: Path, *, https: bool) -> list[Path]:
-    """The base's sources (one-line and deb822), rewritten for `mirror` (None: as they are), in outdir's
-    sources.list and sources.list.d, leaving etc_apt alone: the image keeps its own for run time."""
+def https_ok(root: Path) -> bool:
+    """apt can only use HTTPS mirrors when the image trusts public CAs."""
+    return (root / SYSTEM_CA_BUNDLE).exists()
+
+
+def sources_files(root: Path) -> list[Path]:
+    """An image's apt sources files, both formats: sources.list, then sources.list.d's in order."""
+    etc_apt = root / "etc/apt"
+    files = [etc_apt / "sources.list"] if (etc_apt / "sources.list").exists() else []
+    if (etc_apt / "sources.list.d").is_dir():
+        files += sorted(path for path in (etc_apt / "sources.list.d").iterdir() if path.suffix in (".list", ".sources"))
+    return files
+
+
+def rewrite(path: Path, text: str, mirror: AptMirror, *, https: bool) -> str:
+    """A sources file's text for `mirror`, in the format its name says."""
+    return (rewrite_deb822 if path.suffix == ".sources" else rewrite_one_line)(text, mirror, https=https)
+
+
+def build_sources(root: Path, mirror: AptMirror | None, outdir: Path) -> list[Path]:
+    """The image's sources rewritten for `mirror` (None: as they are), in outdir's sources.list and
+    sources.list.d, leaving the image's own alone: it keeps them for run time."""
     (outdir / "sources.list.d").mkdir(parents=True, exist_ok=True)
     (outdir / "sources.list").touch()
-    parts = etc_apt / "sources.list.d"
-    found = [etc_apt / "sources.list"] if (etc_apt / "sources.list").is_file() else []
-    if parts.is_dir():
-        found += sorted(path for path in parts.iterdir() if path.suffix in (".list", ".sources"))
     written = []
-    for path in found:
-        text = path.read_text()
-        if mirror is not None:
-            text = (rewrite_deb822 if path.suffix == ".sources" else rewrite_one_line)(text, mirror, https=https)
-        target = outdir / ("sources.list" if path == etc_apt / "sources.list" else f"sources.list.d/{path.name}")
+    for path in sources_files(root):
+        text = path.read_text() if mirror is None else rewrite(path, path.read_text(), mirror, https=https_ok(root))
+        target = outdir / ("sources.list" if path.name == "sources.list" else f"sources.list.d/{path.name}")
         target.write_text(text)
         written.append(target)
     return written
@@ -137,9 +153,8 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     mirror = BuildAptMirror(argv[0].rstrip("/"), SECURITY_CHOICES[argv[1]]) if argv[0] else None
-    https = Path("/etc/ssl/certs/ca-certificates.crt").exists()  # HTTPS mirrors need public CAs in the image
     how = f"through {mirror.apt_base}" if mirror else "as the base has it"
-    for path in build_sources(Path("/etc/apt"), mirror, Path(argv[2]), https=https):
+    for path in build_sources(Path("/"), mirror, Path(argv[2])):
         print(f"apt.py: {path.name}: {how}")
     return 0
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pudev.mirror import apt
+
 ORIGINALS_DIR = Path("/etc/pudev/mirror/original")
 # Relative to the image root. pip's global file and uv's system config are read by every
 # user; conda reads every *.yaml in its root environment's condarc.d, so the base's own
@@ -29,10 +31,6 @@ class MirrorFiles:
         return self.root / "etc/apt/sources.list"
 
     @property
-    def apt_parts(self) -> Path:
-        return self.root / "etc/apt/sources.list.d"
-
-    @property
     def originals(self) -> Path:
         return self.root / ORIGINALS_DIR.relative_to("/")
 
@@ -42,8 +40,7 @@ class MirrorFiles:
 
     @property
     def https_ok(self) -> bool:
-        """apt can only use HTTPS mirrors when the image trusts public CAs."""
-        return (self.root / "etc/ssl/certs/ca-certificates.crt").exists()
+        return apt.https_ok(self.root)
 
     def tools(self) -> list[str]:
         """The package tools whose settings a switch writes: pip and uv, and conda where it exists."""
@@ -56,7 +53,4 @@ class MirrorFiles:
         return self.home / USER_FILES[tool]
 
     def apt_files(self) -> list[Path]:
-        files = [self.apt_list] if self.apt_list.exists() else []
-        if self.apt_parts.is_dir():
-            files += sorted(p for p in self.apt_parts.iterdir() if p.suffix in (".list", ".sources"))
-        return files
+        return apt.sources_files(self.root)

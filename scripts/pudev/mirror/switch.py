@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from pudev.common.errors import PudevError
-from pudev.mirror.apt import rewrite_deb822, rewrite_one_line, uses_host
+from pudev.mirror.apt import rewrite, uses_host
 from pudev.mirror.catalogue import MIRRORS, NO_MIRROR, Mirror
 from pudev.mirror.config import RENDERERS, index_host, written_by_pudev
 from pudev.mirror.mirror_files import MirrorFiles
@@ -43,8 +43,7 @@ def rendered_apt(files: MirrorFiles, mirror: Mirror | None) -> dict[Path, str]:
         relative = saved.relative_to(files.originals)
         text = saved.read_text()
         if mirror is not None:
-            rewrite = rewrite_deb822 if saved.suffix == ".sources" else rewrite_one_line
-            text = rewrite(text, mirror, https=files.https_ok)
+            text = rewrite(saved, text, mirror, https=files.https_ok)
         result[relative] = text
     return result
 
