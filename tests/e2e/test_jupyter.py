@@ -171,6 +171,22 @@ def test_hardened_run_serves_and_runs_a_kernel(local_image: LocalImage) -> None:
         assert status == 201
         assert server.run_code(kernel["id"], "import torch; print(torch.__version__)").strip().startswith("2.")
         assert container.exec(["touch", "/opt/pudev/x"]).returncode != 0  # the root filesystem is read-only
+        # A notebook builds and loads a C++ extension there (the docs mount .cache with exec), and `pudev verify`
+        # names what a read-only folder or a noexec tmpfs (here /tmp, Docker's default) would break.
+        built = server.run_code(kernel["id"], TINY_EXTENSION, timeout=300)
+        assert built.strip().splitlines()[-1:] == ["5"], built  # after torch's own "No CUDA runtime is found" line
+        for folder, says in (("", "ok  "), ("/tmp/ext", "is on a noexec mount"), ("/opt/ext", "is not writable")):
+            env = {"TORCH_EXTENSIONS_DIR": folder} if folder else {}
+            verify = container.exec(["pudev", "verify", "--cpu"], env=env).stdout
+            row = next((line for line in verify.splitlines() if line.startswith("extension builds")), verify)
+            assert says in row and (folder or "/home/dev/.cache/torch_extensions") in row, row
+
+
+TINY_EXTENSION = """
+from torch.utils.cpp_extension import load_inline
+tiny = load_inline("tiny", cpp_sources="int add(int a, int b) { return a + b; }", functions=["add"])
+print(tiny.add(2, 3))
+"""
 
 
 HOST_USER = 4242  # a user of the docker group who is not uid 1000, the image's own

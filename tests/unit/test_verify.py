@@ -9,7 +9,7 @@ import pytest
 
 from pudev.common.cuda_drivers import COMPAT_FLOOR, MINIMUM_DRIVER
 from pudev.config.loader import load_matrix
-from pudev.image.compilers.compile_status import CompileFacts
+from pudev.image.compilers.compile_status import CompileFacts, extension_build_root
 from pudev.image.drivers import judge_driver
 from pudev.image.record import ImageRecord, ToolkitRecord
 from pudev.image.verify import Check, arch_covered, evaluate, exit_code, render
@@ -24,7 +24,8 @@ CLUSTER_READY = NetworkFacts(verbs_library="libibverbs.so.1.14.44.0", verbs_prov
                              ssh_client="OpenSSH_9.2p1")
 COMPILING = CompileFacts(cache_dir="/var/cache/pudev/ccache", cache_writable=True, ccache_version="4.14.2",
                          cache_bytes=GIB, cache_max_bytes=10 * GIB, hits=9, misses=3, max_jobs="2", jobs_derived=True,
-                         cpus=2, memory_free=5 * GIB, memory_source="cgroup limit", cgroup_version="v1")
+                         cpus=2, memory_free=5 * GIB, memory_source="cgroup limit", cgroup_version="v1",
+                         build_root="/home/dev/.cache/torch_extensions", build_root_writable=True, build_root_exec=True)
 HEALTHY = Facts(
     expected_cuda="12.1", torch_version="2.5.1+cu121", torch_cuda="12.1", cuda_available=True, device_count=1,
     driver="550.54.15", gpu_memory=[("NVIDIA H100", 70 * GIB, 80 * GIB)], cudnn_version=90100, cudnn_usable=True,
@@ -278,6 +279,29 @@ def test_a_max_jobs_torch_ignores_is_a_warning_with_the_fix(value: str) -> None:
     found = checks["compile jobs"]
     assert found.status == "warn" and f"MAX_JOBS={value!r}" in found.detail and "torch ignores it" in found.detail
     assert "unset MAX_JOBS" in found.fix
+
+
+@pytest.mark.parametrize(("writable", "exec_ok", "says"), [
+    (True, True, None), (False, True, "is not writable by uid"), (True, False, "is on a noexec mount")])
+@pytest.mark.parametrize("max_jobs", ["2", "abc"])  # reported whatever MAX_JOBS says
+def test_where_torch_builds_extensions_is_checked_with_the_mount_to_add(writable: bool, exec_ok: bool,
+                                                                        says: str | None, max_jobs: str) -> None:
+    """A read-only root leaves torch nowhere to build; a noexec mount lets it build a .so that cannot load."""
+    compile = replace(COMPILING, build_root_writable=writable, build_root_exec=exec_ok, max_jobs=max_jobs,
+                      jobs_derived=max_jobs == "2")
+    found = _by_name(evaluate(replace(HEALTHY, compile=compile)))["extension builds"]
+    assert COMPILING.build_root in found.detail
+    if says is None:
+        assert found.status == "ok"
+    else:
+        assert found.status == "warn" and says in found.detail
+        assert f"--tmpfs {COMPILING.build_root}:exec" in found.fix and "TORCH_EXTENSIONS_DIR" in found.fix
+
+
+def test_torch_builds_extensions_where_torch_itself_says() -> None:
+    assert extension_build_root({"HOME": "/home/dev"}) == "/home/dev/.cache/torch_extensions"
+    assert extension_build_root({"HOME": "/home/dev", "XDG_CACHE_HOME": "/c"}) == "/c/torch_extensions"
+    assert extension_build_root({"HOME": "/h", "XDG_CACHE_HOME": "/c", "TORCH_EXTENSIONS_DIR": "/x"}) == "/x"
 
 
 # arm64 hosts and Blackwell: /proc/cpuinfo as each machine prints it (one block per CPU, two shown).

@@ -279,10 +279,25 @@ def _compile_checks(compile: CompileFacts) -> list[Check]:
         return [cache, Check("compile jobs", "warn", f"MAX_JOBS={compile.max_jobs!r} is not a positive whole number: "
                                                      "torch ignores it and builds with one job per CPU",
                              "unset MAX_JOBS (pudev derives it from the container's CPUs and memory) or set a "
-                             "number, e.g. MAX_JOBS=4")]
+                             "number, e.g. MAX_JOBS=4"), _build_root_check(compile)]
     else:
         detail = f"MAX_JOBS={compile.max_jobs}, set by you (pudev derives it when unset)"
-    return [cache, Check("compile jobs", "ok", detail)]
+    return [cache, Check("compile jobs", "ok", detail), _build_root_check(compile)]
+
+
+def _build_root_check(compile: CompileFacts) -> Check:
+    """A read-only root (Kubernetes' readOnlyRootFilesystem) leaves torch nowhere to build an extension, and a
+    noexec mount (Docker's --tmpfs default) lets it build one that cannot load: say which, and the mount to add."""
+    root = compile.build_root
+    fix = (f"mount a writable folder without noexec there, e.g. docker run --tmpfs {root}:exec,uid={os.getuid()} "
+           "(Kubernetes: an emptyDir volume), or set TORCH_EXTENSIONS_DIR to a folder on such a mount")
+    if not compile.build_root_writable:
+        return Check("extension builds", "warn", f"{root} is not writable by uid {os.getuid()}: "
+                                                 "torch cannot build C++/CUDA extensions", fix)
+    if not compile.build_root_exec:
+        return Check("extension builds", "warn", f"{root} is on a noexec mount: an extension builds but cannot "
+                                                 "load (failed to map segment from shared object)", fix)
+    return Check("extension builds", "ok", f"torch builds extensions in {root}")
 
 
 def evaluate(facts: Facts, *, cpu_only: bool = False) -> list[Check]:

@@ -149,13 +149,18 @@ def under_ccache() -> bool:
 def cache_writable(env: dict[str, str]) -> bool:
     """ccache fails the compile outright when it cannot write its cache (a read-only or root-owned
     bind mount): then compile uncached rather than not at all (`pudev verify` says why)."""
-    directory = env.get("CCACHE_DIR") or os.path.join(env.get("HOME", "/"), ".cache", "ccache")
-    while not os.path.exists(directory):
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return False
-        directory = parent
-    return os.access(directory, os.W_OK | os.X_OK)
+    directory = existing_ancestor(env.get("CCACHE_DIR") or os.path.join(env.get("HOME", "/"), ".cache", "ccache"))
+    return directory is not None and os.access(directory, os.W_OK | os.X_OK)
+
+
+def existing_ancestor(path: str) -> str | None:
+    """`path` or its nearest folder above that exists (where a tool would create it), or None."""
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+    return path
 
 
 def _log_compile(path: str, compiler: str, args: list[str], code: int, seconds: float) -> None:
