@@ -50,12 +50,17 @@ def test_without_the_constraint_pip_would_swap_torch(wheelhouse: Path) -> None:
     assert "torch-2.0.0" in result.stdout  # the negative control: this is what the constraint prevents
 
 
-def test_conflicting_package_fails_with_pips_conflict_message(wheelhouse: Path) -> None:
+def test_conflicting_package_fails_in_one_line_naming_the_torch_lock(wheelhouse: Path) -> None:
+    """pip refuses, and instead of its dozen-line report (whose "loosen the range" is wrong advice here) one
+    line names what wanted which torch, the image's lock and what to do."""
     installed = importlib.metadata.version("torch")
     result = _pip("install", "--no-index", "--find-links", str(wheelhouse), "wants-old-torch", cwd=wheelhouse)
     assert result.returncode != 0
     message = result.stdout + result.stderr
-    assert "conflict" in message.lower()
-    assert f"The user requested (constraint) torch=={installed}" in message
-    assert "wants-old-torch 0.1 depends on torch==2.0.0" in message
+    assert "Cannot install wants-old-torch" in message  # pip's own first line
+    ours = [line for line in message.splitlines() if line.startswith("pudev: ")]
+    assert len(ours) == 1, message
+    assert "wants-old-torch 0.1 wants torch==2.0.0" in ours[0] and f"keeps torch=={installed}" in ours[0]
+    assert os.environ["PIP_CONSTRAINT"] in ours[0] and "install a release of wants-old-torch" in ours[0]
+    assert "loosen the range" not in message and "The conflict is caused by" not in message, message
     assert importlib.metadata.version("torch") == installed

@@ -1,6 +1,7 @@
 """What every Python in the image does as it starts (pudev.pth imports this module): a writable
 HOME for any user id, MAX_JOBS that fits the container, a last line when the OOM killer stopped a
-build, and a one-line refusal of a wheel built for another torch. None of it may stop Python
+build, a one-line refusal of a wheel built for another torch, and one line instead of pip's report
+when a package wants another torch than the image's lock. None of it may stop Python
 starting, and all of it is cheap: a few small file reads, no imports beyond the standard library."""
 
 from __future__ import annotations
@@ -19,9 +20,13 @@ def startup() -> None:
         parallelism.apply(os.environ)
         argv = list(getattr(sys, "argv", []) or [])
         oom.watch(os.environ, argv)
-        if any(arg.endswith(".whl") for arg in argv):
+        if "install" in argv:
             from pudev.image.wheels import guard
 
-            guard.refuse_foreign_wheels(argv)
+            if guard.is_pip_install(argv):
+                from pudev.image import pip_conflict
+
+                pip_conflict.install(os.environ)
+                guard.refuse_foreign_wheels(argv)
     except Exception:  # start-up must go on whatever happens here
         return
