@@ -3,6 +3,7 @@ them), and a switch-and-back as the default user (their own files, no root neede
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -72,3 +73,36 @@ def test_apt_switch_needs_root_and_says_so() -> None:
         assert "need root" in result.stdout
     finally:
         _pudev_mirror("none")
+
+
+def _endpoint_in_a_new_python() -> str:
+    return subprocess.run(["python", "-c", "import os; print(os.environ.get('HF_ENDPOINT', ''))"],
+                          capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+
+
+def test_hugging_face_endpoint_is_opt_in_and_reaches_a_new_python() -> None:
+    """No endpoint until asked (the one mirror is a third party's); then every new Python, Jupyter
+    kernels included, gets it before huggingface_hub reads it at import."""
+    files = _files()
+    assert _endpoint_in_a_new_python() == "", "the image must not send downloads to a third party by default"
+    try:
+        chosen = _pudev_mirror("--hf", "hf-mirror")
+        assert chosen.returncode == 0 and "not by Hugging Face" in chosen.stdout, chosen.stderr
+        assert "hf: hf-mirror" in chosen.stdout
+        assert _endpoint_in_a_new_python() == "https://hf-mirror.com"
+        facts = json.loads(subprocess.run(["pudev", "verify", "--cpu", "--json"], capture_output=True, text=True,
+                                          timeout=300, check=False).stdout)["facts"]
+        assert facts["hf_endpoint"] == "https://hf-mirror.com"
+    finally:
+        _pudev_mirror("--hf", "none")
+    assert not files.models_file(system=False).exists()
+    assert _endpoint_in_a_new_python() == ""
+
+
+def test_show_names_torchs_own_wheels_for_this_images_cuda(record: ImageRecord) -> None:
+    lines = _pudev_mirror("--show").stdout.splitlines()
+    folder = MIRRORS[record.mirror].torch_wheels if record.mirror in MIRRORS else ""
+    if not folder:
+        assert len(lines) == 1, lines
+        return
+    assert lines[1].endswith(f"pip install -f {folder}/cu{record.cuda.replace('.', '')}/ PACKAGE"), lines

@@ -17,8 +17,8 @@ import pytest
 
 from pudev.common.errors import PudevError
 from pudev.mirror import apt as apt_module
-from pudev.mirror import switch
-from pudev.mirror.__main__ import set_mirror
+from pudev.mirror import models, switch, torch_wheels
+from pudev.mirror.__main__ import main, set_hf, set_mirror, show
 from pudev.mirror.apt import build_sources, rewrite_deb822, rewrite_one_line
 from pudev.mirror.catalogue import MIRRORS
 from pudev.mirror.config import render_condarc, render_pip_conf, render_uv_toml
@@ -236,18 +236,21 @@ def test_set_mirror_as_a_user_writes_their_files_and_says_what_needs_root(
     monkeypatch.setattr("os.geteuid", lambda: 4242)
     switch.write_tool_files(image_root, switch.lookup("aliyun"), system=True)
     lines = set_mirror(image_root, "tuna", apt=True)
-    assert "apt sources unchanged: they need root" in lines[-2]
-    assert lines[-1] == "apt: none  pip: tuna  uv: tuna  conda: tuna"
+    assert "apt sources unchanged: they need root" in lines[-1]
+    assert show(image_root)[0] == "apt: none  pip: tuna  uv: tuna  conda: tuna  hf: none"
     lines = set_mirror(image_root, "none", apt=False)
     assert lines[0].startswith("pip, uv, conda still use the image-wide mirror: ")
-    assert "pudev mirror none" in lines[0] and lines[-1] == "apt: none  pip: aliyun  uv: aliyun  conda: aliyun"
+    assert "pudev mirror none" in lines[0]
+    assert show(image_root)[0] == "apt: none  pip: aliyun  uv: aliyun  conda: aliyun  hf: none"
 
 
 def test_set_mirror_as_root_switches_every_user(image_root: MirrorFiles, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("os.geteuid", lambda: 0)
-    assert set_mirror(image_root, "tuna", apt=True) == ["apt: tuna  pip: tuna  uv: tuna  conda: tuna"]
+    assert set_mirror(image_root, "tuna", apt=True) == []
+    assert switch.active(image_root) == {"apt": "tuna", "pip": "tuna", "uv": "tuna", "conda": "tuna"}
     assert not image_root.user_file("pip").exists()
-    assert set_mirror(image_root, "none", apt=True) == ["apt: none  pip: none  uv: none  conda: none"]
+    assert set_mirror(image_root, "none", apt=True) == []
+    assert switch.active(image_root) == {"apt": "none", "pip": "none", "uv": "none", "conda": "none"}
 
 
 def test_unknown_mirror() -> None:
@@ -304,3 +307,85 @@ def test_one_line_sources_ubuntu_2204_arm64(name: str) -> None:
     assert out[3] == f"deb [arch=arm64] {ports} jammy-backports main restricted universe multiverse"
     security = "http://ports.ubuntu.com/ubuntu-ports/" if mirror.apt_security_upstream else ports
     assert out[4] == f"deb {security} jammy-security main restricted"
+
+
+@pytest.fixture
+def no_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    monkeypatch.setattr(models, "APPLIED", {})
+
+
+def _start(files: MirrorFiles, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a new Python gets at start-up (pudev.pth) for this user."""
+    env = {"HOME": str(files.home), **(env or {})}
+    models.apply(env, root=str(files.root))
+    return env
+
+
+@pytest.mark.usefixtures("no_endpoint")
+def test_hf_endpoint_is_opt_in_and_reaches_every_new_python(image_root: MirrorFiles,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "HF_ENDPOINT" not in _start(image_root)  # nothing until someone asks: a third party's service
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    lines = set_hf(image_root, "hf-mirror")
+    assert "https://hf-mirror.com" in lines[0] and "not by Hugging Face" in lines[0]
+    assert _start(image_root)["HF_ENDPOINT"] == "https://hf-mirror.com"
+    assert show(image_root)[0].endswith("  hf: hf-mirror")
+    # a variable the user sets wins, and --show says so
+    assert _start(image_root, {"HF_ENDPOINT": "https://hub.example.org"})["HF_ENDPOINT"] == "https://hub.example.org"
+    monkeypatch.setenv("HF_ENDPOINT", "https://hub.example.org")
+    assert show(image_root)[0].endswith("  hf: custom")
+    monkeypatch.delenv("HF_ENDPOINT")
+    set_hf(image_root, "none")
+    assert "HF_ENDPOINT" not in _start(image_root) and not image_root.models_file(system=True).exists()
+
+
+@pytest.mark.usefixtures("no_endpoint")
+def test_a_user_turns_the_image_wide_endpoint_off_for_themselves(image_root: MirrorFiles,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    switch.write_models(image_root, "hf-mirror", system=True)
+    monkeypatch.setattr("os.geteuid", lambda: 4242)
+    assert set_hf(image_root, "none") == []
+    assert "HF_ENDPOINT" not in _start(image_root)  # their own `none` wins over root's choice
+    assert image_root.models_file(system=True).exists()
+    set_hf(image_root, "hf-mirror")
+    assert _start(image_root)["HF_ENDPOINT"] == "https://hf-mirror.com"
+
+
+@pytest.mark.usefixtures("no_endpoint")
+def test_start_up_reads_only_the_endpoint_from_the_file(image_root: MirrorFiles) -> None:
+    """The file is read into every Python's environment: a line that is not the endpoint is ignored,
+    and an unreadable file stops nothing."""
+    path = image_root.models_file(system=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("LD_PRELOAD=/tmp/x.so\nHF_ENDPOINT=https://hf-mirror.com\n")
+    assert _start(image_root) == {"HOME": str(image_root.home), "HF_ENDPOINT": "https://hf-mirror.com"}
+    path.write_bytes(b"\xff\xfe")
+    assert _start(image_root) == {"HOME": str(image_root.home)}
+
+
+def test_hf_rejects_an_unknown_endpoint_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--hf", "modelscope"])
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(errors) == 1, errors
+    assert "--hf" in errors[0] and "'hf-mirror'" in errors[0] and "pudev mirror --help" in errors[0]
+
+
+@pytest.mark.parametrize(("version_py", "tag"), [
+    ("__version__ = '2.4.1'\ncuda: Optional[str] = '12.1'\n", "cu121"),  # torch 2.4
+    ("cuda: str | None = '13.2'\nhip = None\n", "cu132"),
+    ("cuda: Optional[str] = None\n", ""),  # a CPU build
+])
+def test_torch_wheels_folder_follows_the_images_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      version_py: str, tag: str) -> None:
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch/__init__.py").write_text("")
+    (tmp_path / "torch/version.py").write_text(version_py)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    assert torch_wheels.torch_cuda_tag() == tag
+    expected = f"https://mirrors.aliyun.com/pytorch-wheels/{tag}/" if tag else ""
+    assert torch_wheels.folder(MIRRORS["aliyun"], tag) == expected
+    assert torch_wheels.folder(MIRRORS["tuna"], tag) == ""  # Tsinghua keeps no copy of torch's index
+    assert torch_wheels.folder(None, tag) == ""

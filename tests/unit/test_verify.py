@@ -503,3 +503,17 @@ def _record() -> ImageRecord:
     return ImageRecord(variant="cu126", image="i", torch="2.14.1", cuda="12.6", python="3.12", default_toolkit="12.6",
                        cuda_arch_list="9.0", cxx_standard="c++20", mirror="none", build_mirror="none", user="dev",
                        toolkits=[])
+
+
+def test_mirror_rows_name_the_mirror_torchs_wheels_and_the_model_endpoint() -> None:
+    facts = replace(HEALTHY, mirrors={"apt": "aliyun", "pip": "aliyun", "uv": "aliyun", "conda": "aliyun"},
+                    torch_wheels="https://mirrors.aliyun.com/pytorch-wheels/cu121/")
+    checks = _by_name(evaluate(facts))
+    assert checks["package mirror"].detail.startswith("apt: aliyun  pip: aliyun")
+    assert "pip install -f https://mirrors.aliyun.com/pytorch-wheels/cu121/" in checks["package mirror"].detail
+    models = checks["model downloads"].detail
+    assert "huggingface.co" in models and "pudev mirror --hf hf-mirror" in models and "TORCH_HOME" in models
+    chosen = _by_name(evaluate(replace(facts, hf_endpoint="https://hf-mirror.com")))["model downloads"].detail
+    assert chosen.startswith("Hugging Face: https://hf-mirror.com (hf-mirror)")
+    custom = _by_name(evaluate(replace(facts, hf_endpoint="https://hub.example.org")))["model downloads"].detail
+    assert "(custom)" in custom

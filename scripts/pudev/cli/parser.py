@@ -4,23 +4,15 @@ variant-selection and build options."""
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
+
+from pudev.common.one_line_parser import OneLineParser
 
 if TYPE_CHECKING:
     from pudev.cli.request import Request
 
 Handler = Callable[["Request"], int]
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse, whose errors are one line that names the problem and where the fix is, like pudev's own."""
-
-    def error(self, message: str) -> NoReturn:
-        where = "`pudev COMMAND --help`" if self.prog == "pudev" else f"`{self.prog} --help`"
-        print(f"pudev: error: {message}; see {where}", file=sys.stderr)
-        sys.exit(2)
 
 
 # The option groups a command may use; each command lists only those it reads, so its --help is true.

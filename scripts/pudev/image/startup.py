@@ -1,8 +1,9 @@
 """What every Python in the image does as it starts (pudev.pth imports this module): a writable
-HOME for any user id, MAX_JOBS that fits the container, a last line when the OOM killer stopped a
-build, a one-line refusal of a wheel built for another torch, and one line instead of pip's report
-when a package wants another torch than the image's lock. None of it may stop Python
-starting, and all of it is cheap: a few small file reads, no imports beyond the standard library."""
+HOME for any user id, the Hugging Face endpoint `pudev mirror --hf` chose, MAX_JOBS that fits the
+container, a last line when the OOM killer stopped a build, a one-line refusal of a wheel built for
+another torch, and one line instead of pip's report when a package wants another torch than the
+image's lock. None of it may stop Python starting, and all of it is cheap: a few small file reads,
+no imports beyond the standard library."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ def startup() -> None:
     home.startup()
     try:
         from pudev.image.compilers import oom, parallelism
+        from pudev.mirror import models
 
+        models.apply(os.environ)
         parallelism.apply(os.environ)
         argv = list(getattr(sys, "argv", []) or [])
         oom.watch(os.environ, argv)

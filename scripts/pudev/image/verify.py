@@ -1,7 +1,7 @@
 """`pudev verify`: the environment checklist in one command (CPU, GPU visible, its
 architecture, driver, torch build, toolkit vs torch and vs the GPU, host compiler, cuDNN,
-NCCL, GPU memory, /dev/shm, pinned memory, and for clusters: InfiniBand/RoCE verbs
-libraries and devices, ssh).
+NCCL, GPU memory, /dev/shm, pinned memory, the package mirror and where models download from,
+and for clusters: InfiniBand/RoCE verbs libraries and devices, ssh).
 A compact table, a one-line fix for each problem, --json, and a non-zero exit when
 something a user needs is broken.
 
@@ -25,6 +25,7 @@ from pudev.image.cudaswitch import judge
 from pudev.image.drivers import judge_driver
 from pudev.image.verify_evidence import Facts
 from pudev.image.verify_network import NetworkFacts, rdma_version
+from pudev.mirror import models
 
 GIB = 1024**3
 SHM_FAIL_BYTES = 256 * 1024**2
@@ -300,6 +301,22 @@ def _build_root_check(compile: CompileFacts) -> Check:
     return Check("extension builds", "ok", f"torch builds extensions in {root}")
 
 
+def _mirror_checks(facts: Facts) -> list[Check]:
+    """Where packages and models come from (docs/using/mirrors.md): facts, never a verdict, since only
+    the user knows which hosts their network reaches."""
+    state = "  ".join(f"{tool}: {name}" for tool, name in facts.mirrors.items()) or "unknown"
+    wheels = f"; torch's CUDA wheels: pip install -f {facts.torch_wheels} PACKAGE" if facts.torch_wheels else ""
+    hf = models.state(facts.hf_endpoint)
+    if hf == models.NO_HF_MIRROR:
+        download = ("Hugging Face: huggingface.co itself (no HF_ENDPOINT); where it is blocked, "
+                    "`pudev mirror --hf hf-mirror` (a community service) or your own proxy")
+    else:
+        download = f"Hugging Face: {facts.hf_endpoint} ({hf})"
+    return [Check("package mirror", "ok", state + wheels),
+            Check("model downloads", "ok", download + "; torch.hub and torchvision weights: download.pytorch.org "
+                                           "and GitHub, no mirror (keep TORCH_HOME on a volume)")]
+
+
 def evaluate(facts: Facts, *, cpu_only: bool = False) -> list[Check]:
     """Every check, in the order the table shows them."""
     gpu = _gpu_checks(facts) + _arch_checks(facts) + _toolkit_gpu_checks(facts) + _driver_checks(facts)
@@ -313,7 +330,7 @@ def evaluate(facts: Facts, *, cpu_only: bool = False) -> list[Check]:
     else:
         shm = Check("shared memory", "ok", f"/dev/shm is {facts.shm_bytes / GIB:.1f} GiB")
     return [*_cpu_checks(facts), *gpu, *_build_checks(facts), *_compile_checks(facts.compile), shm,
-            *_network_checks(facts.network)]
+            *_mirror_checks(facts), *_network_checks(facts.network)]
 
 
 def exit_code(checks: list[Check]) -> int:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pudev.common.errors import PudevError
 from pudev.image.compilers.compile_status import CompileFacts
 from pudev.image.nvml import NvmlUnavailableError, PynvmlSource
 from pudev.image.record import RECORD_PATH, ImageRecord, gcc_major, load
@@ -48,6 +49,9 @@ class Facts:
     pinned_error: str = ""
     network: NetworkFacts = field(default_factory=NetworkFacts)  # verbs libraries, RDMA devices, ssh
     compile: CompileFacts = field(default_factory=CompileFacts)  # compiler cache, compile jobs
+    mirrors: dict[str, str] = field(default_factory=dict)  # `pudev mirror --show`: {"apt": "aliyun", ...}
+    torch_wheels: str = ""  # the mirror's folder of torch's own wheels for this torch ('' for none)
+    hf_endpoint: str = ""  # where Hugging Face downloads go ('' for huggingface.co)
 
 
 def shm_size(path: str = "/dev/shm") -> int:
@@ -134,6 +138,20 @@ def toolkit_arches(record: ImageRecord, raw: dict[str, Any]) -> list[tuple[str, 
     return found
 
 
+def mirror_facts() -> tuple[dict[str, str], str, str]:
+    from pudev.mirror import models, switch, torch_wheels
+    from pudev.mirror.catalogue import MIRRORS
+    from pudev.mirror.mirror_files import MirrorFiles
+
+    files = MirrorFiles(root=Path("/"), home=Path.home())
+    try:
+        state = switch.active(files)
+    except (OSError, PudevError):
+        state = {}
+    folder = torch_wheels.folder(MIRRORS.get(state.get("pip", "")), torch_wheels.torch_cuda_tag())
+    return state, folder, models.endpoint(os.environ, "/", str(files.home))
+
+
 def collect() -> Facts:
     import torch
 
@@ -160,6 +178,7 @@ def collect() -> Facts:
         machine=platform.machine(), cpu=cpu_name(platform.machine(), read_cpuinfo()),
         network=verify_network.collect(), compile=compile_facts.collect(),
     )
+    facts.mirrors, facts.torch_wheels, facts.hf_endpoint = mirror_facts()
     try:
         facts.nccl_version = ".".join(map(str, torch.cuda.nccl.version())) if torch.distributed.is_nccl_available() \
             else None

@@ -5,6 +5,7 @@ A build step (root, with the image's own pudev, before the first switch):
 Run time (`pudev mirror` in the image is this; the build runs it once for MIRROR):
   NAME                       as root: apt and the system-wide pip/uv/conda files (every
                              user); otherwise this user's own pip/uv/conda files
+  --hf NAME                  the Hugging Face endpoint, for every user (root) or you
   --show                     print what each tool uses
 """
 
@@ -16,8 +17,9 @@ import sys
 from pathlib import Path
 
 from pudev.common.errors import PudevError
-from pudev.mirror import switch
-from pudev.mirror.catalogue import MIRROR_CHOICES, NO_MIRROR
+from pudev.common.one_line_parser import OneLineParser
+from pudev.mirror import models, switch, torch_wheels
+from pudev.mirror.catalogue import MIRROR_CHOICES, MIRRORS, NO_MIRROR
 from pudev.mirror.mirror_files import MirrorFiles
 
 
@@ -42,12 +44,35 @@ def set_mirror(files: MirrorFiles, name: str, *, apt: bool) -> list[str]:
             lines.append(f"{', '.join(still)} still use the image-wide mirror: "
                          "`docker exec -u root CONTAINER pudev mirror none` turns it off for every user; "
                          "for you alone, set PIP_INDEX_URL and UV_DEFAULT_INDEX to the index you want")
-    lines.append(format_state(switch.active(files)))
     return lines
+
+
+def set_hf(files: MirrorFiles, name: str) -> list[str]:
+    system = os.geteuid() == 0
+    switch.write_models(files, name, system=system)
+    if name in models.HF_MIRRORS:
+        url, run_by = models.HF_MIRRORS[name]
+        return [f"Hugging Face downloads now go to {url}: {run_by}; it sees what you download "
+                "(new Python processes; a variable set with -e HF_ENDPOINT wins)"]
+    if not system and models.from_files(str(files.root), str(files.home)):
+        return ["your own file still names an endpoint: remove it, or run `pudev mirror --hf none` again"]
+    return []
 
 
 def format_state(state: dict[str, str]) -> str:
     return "  ".join(f"{tool}: {name}" for tool, name in state.items())
+
+
+def show(files: MirrorFiles) -> list[str]:
+    """The state line, and where this image's CUDA builds of torch's packages come from."""
+    state = switch.active(files)
+    hf = models.state(models.endpoint(os.environ, str(files.root), str(files.home)))
+    lines = [format_state({**state, "hf": hf})]
+    tag = torch_wheels.torch_cuda_tag()
+    folder = torch_wheels.folder(MIRRORS.get(state.get("pip", "")), tag)
+    if folder:
+        lines.append(f"torch's {tag} wheels (torchaudio and the like): pip install -f {folder} PACKAGE")
+    return lines
 
 
 def build_step(step: str, args: list[str], files: MirrorFiles) -> None:
@@ -63,8 +88,10 @@ BUILD_STEPS = {"save-originals": ""}
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="pudev mirror", description="Switch or show package mirrors.")
+    parser = OneLineParser(prog="pudev mirror", description="Switch or show package mirrors.")
     parser.add_argument("name", nargs="?", choices=MIRROR_CHOICES, help="the mirror to switch to")
+    parser.add_argument("--hf", choices=models.HF_CHOICES,
+                        help="where Hugging Face downloads go (none: huggingface.co); opt-in: docs/using/mirrors.md")
     parser.add_argument("--show", action="store_true", help="print the mirror each tool uses")
     parser.add_argument("--no-apt", action="store_true", help="leave apt sources alone")
     parser.add_argument("--root", default="/", help=argparse.SUPPRESS)
@@ -79,11 +106,13 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         args = parser.parse_args(argv)
         files = _files(args)
-        if args.show or args.name is None:
-            print(format_state(switch.active(files)))
-        else:
-            for line in set_mirror(files, args.name, apt=not args.no_apt):
-                print(line)
+        lines = []
+        if args.name is not None and not args.show:
+            lines += set_mirror(files, args.name, apt=not args.no_apt)
+        if args.hf is not None and not args.show:
+            lines += set_hf(files, args.hf)
+        for line in lines + show(files):
+            print(line)
     except PudevError as error:
         print(f"pudev mirror: error: {error}", file=sys.stderr)
         return error.exit_code

@@ -21,6 +21,9 @@ class Mirror:
     # The mirror's help page keeps the -security suites on their upstream server.
     apt_security_upstream: bool
     conda_base: str
+    # A copy of torch's own wheel index (CUDA builds of torch, torchvision, torchaudio): a flat folder
+    # per CUDA build (cu121/), read with `pip install -f`. '' where the mirror keeps none.
+    torch_wheels: str
 
 
 MIRRORS: dict[str, Mirror] = {
@@ -30,6 +33,7 @@ MIRRORS: dict[str, Mirror] = {
         apt_base="https://mirrors.aliyun.com",
         apt_security_upstream=False,
         conda_base="https://mirrors.aliyun.com/anaconda",
+        torch_wheels="https://mirrors.aliyun.com/pytorch-wheels",
     ),
     "tuna": Mirror(
         name="tuna",
@@ -37,6 +41,7 @@ MIRRORS: dict[str, Mirror] = {
         apt_base="https://mirrors.tuna.tsinghua.edu.cn",
         apt_security_upstream=True,
         conda_base="https://mirrors.tuna.tsinghua.edu.cn/anaconda",
+        torch_wheels="",
     ),
 }
 NO_MIRROR = "none"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pudev.mirror import apt
+from pudev.mirror import apt, models
 
 ORIGINALS_DIR = Path("/etc/pudev/mirror/original")
 # Relative to the image root. pip's global file and uv's system config are read by every
@@ -51,6 +51,9 @@ class MirrorFiles:
 
     def user_file(self, tool: str) -> Path:
         return self.home / USER_FILES[tool]
+
+    def models_file(self, *, system: bool) -> Path:
+        return self.root / models.SYSTEM_FILE if system else self.home / models.USER_FILE
 
     def apt_files(self) -> list[Path]:
         return apt.sources_files(self.root)

@@ -1,4 +1,5 @@
-"""Switch apt, pip, uv and conda between mirrors, and report which is active.
+"""Switch apt, pip, uv and conda between mirrors (and the Hugging Face endpoint), and report which
+is active.
 
 apt is rewritten from the base image's originals (saved at build time), so any
 switch, and `none` in particular, starts from what the base shipped.
@@ -11,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from pudev.common.errors import PudevError
+from pudev.mirror import models
 from pudev.mirror.apt import rewrite, uses_host
 from pudev.mirror.catalogue import MIRRORS, NO_MIRROR, Mirror
 from pudev.mirror.config import RENDERERS, index_host, written_by_pudev
@@ -70,6 +72,18 @@ def write_tool_files(files: MirrorFiles, mirror: Mirror | None, *, system: bool)
             path.write_text(RENDERERS[tool](mirror))
             path.chmod(0o644)  # readable by every user id, whatever the umask
     return notes
+
+
+def write_models(files: MirrorFiles, name: str, *, system: bool) -> None:
+    """The Hugging Face endpoint for every user (root) or this user alone. A user's own `none` is a
+    file too, since theirs wins over the image-wide one; a `none` that changes nothing leaves none."""
+    path = files.models_file(system=system)
+    if name == models.NO_HF_MIRROR and (system or not files.models_file(system=True).exists()):
+        path.unlink(missing_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(models.render(name))
+    path.chmod(0o644)
 
 
 def active(files: MirrorFiles) -> dict[str, str]:
