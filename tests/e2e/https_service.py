@@ -7,36 +7,19 @@ from __future__ import annotations
 import ssl
 import threading
 import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, cast
 
 from jupyter_client_lite import free_port
+from tls_accept import TlsHttpServer
 
-HANDSHAKE_SECONDS = 10
 
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True  # a stuck client never holds up stop()
-
+class _Server(TlsHttpServer):
     def __init__(self, port: int, handler: type[BaseHTTPRequestHandler], context: ssl.SSLContext | None,
                  log: Path | None) -> None:
-        self.context, self.log = context, log
-        super().__init__(("127.0.0.1", port), handler)
-
-    def get_request(self) -> tuple[Any, Any]:
-        connection, address = self.socket.accept()
-        if self.context is not None:
-            # The handshake happens in the request's own thread (finish_request), so a client
-            # that never completes one cannot block the accept loop.
-            connection = self.context.wrap_socket(connection, server_side=True, do_handshake_on_connect=False)
-        return connection, address
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        if isinstance(request, ssl.SSLSocket):
-            request.settimeout(HANDSHAKE_SECONDS)
-            request.do_handshake()
-        super().finish_request(request, client_address)
+        self.log = log
+        super().__init__(("127.0.0.1", port), handler, context)
 
     def write_log(self, line: str) -> None:
         if self.log is not None:

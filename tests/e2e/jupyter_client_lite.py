@@ -25,9 +25,10 @@ class JupyterServer:
     port: int
     token: str = ""
     base_url: str = "/"
+    host: str = "127.0.0.1"  # a container's own address where no port is published (an internal network)
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{self.base_url}{path.lstrip('/')}"
+        return f"http://{self.host}:{self.port}{self.base_url}{path.lstrip('/')}"
 
     def request(self, method: str, path: str, body: Any = None, *, token: str | None = None) -> tuple[int, Any]:
         """(status, decoded JSON or None). `token=""` sends no token at all."""

@@ -59,15 +59,17 @@ def certificate(subject: str, key: ec.EllipticCurvePrivateKey, *, issuer: x509.C
 @dataclass(frozen=True)
 class TlsMaterial:
     ca_file: Path
-    cert_file: Path  # the server certificate: SAN IP:127.0.0.1 and DNS:localhost
+    cert_file: Path  # the server certificate: SAN IP:127.0.0.1 and DNS:localhost unless told other names
     key_file: Path
 
     @classmethod
-    def create(cls, directory: Path) -> TlsMaterial:
+    def create(cls, directory: Path, hosts: tuple[str, ...] = ()) -> TlsMaterial:
         directory.mkdir(parents=True, exist_ok=True)
         ca_key, server_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
         ca = certificate("pudev test CA", ca_key, ca=True)
-        server = certificate("127.0.0.1", server_key, issuer=ca, issuer_key=ca_key, names=SERVER_NAMES, server=True)
+        names = tuple(x509.DNSName(host) for host in hosts) or SERVER_NAMES
+        server = certificate(hosts[0] if hosts else "127.0.0.1", server_key, issuer=ca, issuer_key=ca_key,
+                             names=names, server=True)
         material = cls(directory / "ca.crt", directory / "server.crt", directory / "server.key")
         material.ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
         material.cert_file.write_bytes(server.public_bytes(serialization.Encoding.PEM))

@@ -364,6 +364,18 @@ def test_start_up_reads_only_the_endpoint_from_the_file(image_root: MirrorFiles)
     assert _start(image_root) == {"HOME": str(image_root.home)}
 
 
+@pytest.mark.usefixtures("no_endpoint")
+def test_without_a_home_the_working_folder_chooses_nothing(image_root: MirrorFiles, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    planted = tmp_path / models.USER_FILE  # a checkout that carries a .config of its own
+    planted.parent.mkdir(parents=True)
+    planted.write_text("HF_ENDPOINT=https://hub.example.org\n")
+    monkeypatch.chdir(tmp_path)
+    env: dict[str, str] = {"HOME": ""}
+    models.apply(env, root=str(image_root.root))
+    assert "HF_ENDPOINT" not in env
+
+
 def test_hf_rejects_an_unknown_endpoint_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["--hf", "modelscope"])

@@ -58,7 +58,9 @@ APPLIED: dict[str, str] = {}
 
 def effective_file(root: str, home: str) -> str | None:
     """The file that applies: this user's own if there is one, else the system-wide one."""
-    for path in (os.path.join(home, USER_FILE), os.path.join(root, SYSTEM_FILE)):
+    # Never a relative path: with HOME unset, a folder's own .config would otherwise choose the endpoint.
+    own = [os.path.join(home, USER_FILE)] if os.path.isabs(home) else []
+    for path in (*own, os.path.join(root, SYSTEM_FILE)):
         if os.path.isfile(path):
             return path
     return None
