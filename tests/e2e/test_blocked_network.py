@@ -31,6 +31,7 @@ from tls_material import TlsMaterial
 
 from pudev.engine import docker
 from pudev.engine.containers import TrackedContainer
+from pudev.mirror.apt import SYSTEM_CA_BUNDLE
 from pudev.mirror.catalogue import MIRRORS
 from pudev.mirror.models import HF_MIRRORS
 
@@ -39,6 +40,7 @@ HEALTH = "{{.State.Health.Status}}"
 ADDRESS = "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}"
 WORLD_SCRIPTS = [Path(__file__).with_name(name) for name in ("blocked_world.py", "tls_accept.py")]
 UV = Path(sys.executable).parent / "uv"  # make venv installs it
+BUNDLE = f"/{SYSTEM_CA_BUNDLE}"  # the image's own system bundle, which update-ca-certificates rewrites
 HF_NAME = "hf-mirror"
 CELL = """\
 import os, json, urllib.request
@@ -125,8 +127,7 @@ def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, build: str, mi
         "--volume", f"{tmp_path / 'resolv.conf'}:/etc/resolv.conf:ro",
         "--volume", f"{tmp_path / 'world/tls/ca.crt'}:/usr/local/share/ca-certificates/pudev-test.crt:ro",
         # the test CA joins the system bundle below; these point every client at that bundle
-        "--env", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
-        "--env", "PIP_CERT=/etc/ssl/certs/ca-certificates.crt", "--env", "UV_SYSTEM_CERTS=1"])
+        "--env", f"SSL_CERT_FILE={BUNDLE}", "--env", f"PIP_CERT={BUNDLE}", "--env", "UV_SYSTEM_CERTS=1"])
     with world, user:
         user.start()
         started = time.monotonic()

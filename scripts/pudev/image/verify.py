@@ -25,7 +25,7 @@ from pudev.image.cudaswitch import judge
 from pudev.image.drivers import judge_driver
 from pudev.image.verify_evidence import Facts
 from pudev.image.verify_network import NetworkFacts, rdma_version
-from pudev.mirror import models
+from pudev.mirror import models, switch
 
 GIB = 1024**3
 SHM_FAIL_BYTES = 256 * 1024**2
@@ -304,7 +304,7 @@ def _build_root_check(compile: CompileFacts) -> Check:
 def _mirror_checks(facts: Facts) -> list[Check]:
     """Where packages and models come from (docs/using/mirrors.md): facts, never a verdict, since only
     the user knows which hosts their network reaches."""
-    state = "  ".join(f"{tool}: {name}" for tool, name in facts.mirrors.items()) or "unknown"
+    state = switch.format_state(facts.mirrors) or "unknown"
     wheels = f"; torch's CUDA wheels: pip install -f {facts.torch_wheels} PACKAGE" if facts.torch_wheels else ""
     hf = models.state(facts.hf_endpoint)
     if hf == models.NO_HF_MIRROR:

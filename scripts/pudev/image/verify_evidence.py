@@ -140,7 +140,6 @@ def toolkit_arches(record: ImageRecord, raw: dict[str, Any]) -> list[tuple[str, 
 
 def mirror_facts() -> tuple[dict[str, str], str, str]:
     from pudev.mirror import models, switch, torch_wheels
-    from pudev.mirror.catalogue import MIRRORS
     from pudev.mirror.mirror_files import MirrorFiles
 
     files = MirrorFiles(root=Path("/"), home=Path.home())
@@ -148,8 +147,7 @@ def mirror_facts() -> tuple[dict[str, str], str, str]:
         state = switch.active(files)
     except (OSError, PudevError):
         state = {}
-    folder = torch_wheels.folder(MIRRORS.get(state.get("pip", "")), torch_wheels.torch_cuda_tag())
-    return state, folder, models.endpoint(os.environ, "/", str(files.home))
+    return state, torch_wheels.folder_for(state.get("pip", "")), models.endpoint(os.environ, "/", str(files.home))
 
 
 def collect() -> Facts:

@@ -19,7 +19,7 @@ from pathlib import Path
 from pudev.common.errors import PudevError
 from pudev.common.one_line_parser import OneLineParser
 from pudev.mirror import models, switch, torch_wheels
-from pudev.mirror.catalogue import MIRROR_CHOICES, MIRRORS, NO_MIRROR
+from pudev.mirror.catalogue import MIRROR_CHOICES, NO_MIRROR
 from pudev.mirror.mirror_files import MirrorFiles
 
 
@@ -59,19 +59,15 @@ def set_hf(files: MirrorFiles, name: str) -> list[str]:
     return []
 
 
-def format_state(state: dict[str, str]) -> str:
-    return "  ".join(f"{tool}: {name}" for tool, name in state.items())
-
-
 def show(files: MirrorFiles) -> list[str]:
     """The state line, and where this image's CUDA builds of torch's packages come from."""
     state = switch.active(files)
     hf = models.state(models.endpoint(os.environ, str(files.root), str(files.home)))
-    lines = [format_state({**state, "hf": hf})]
-    tag = torch_wheels.torch_cuda_tag()
-    folder = torch_wheels.folder(MIRRORS.get(state.get("pip", "")), tag)
+    lines = [switch.format_state({**state, "hf": hf})]
+    folder = torch_wheels.folder_for(state.get("pip", ""))
     if folder:
-        lines.append(f"torch's {tag} wheels (torchaudio and the like): pip install -f {folder} PACKAGE")
+        lines.append(f"torch's {torch_wheels.torch_cuda_tag()} wheels (torchaudio and the like): "
+                     f"pip install -f {folder} PACKAGE")
     return lines
 
 

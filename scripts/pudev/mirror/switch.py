@@ -95,6 +95,11 @@ def active(files: MirrorFiles) -> dict[str, str]:
     return state
 
 
+def format_state(state: dict[str, str]) -> str:
+    """`apt: aliyun  pip: aliyun  ...`, as `pudev mirror --show` and `pudev verify` print it."""
+    return "  ".join(f"{tool}: {name}" for tool, name in state.items())
+
+
 def system_state(files: MirrorFiles, tool: str) -> str:
     """What every user of this image gets for `tool` when their home does not say otherwise."""
     return _file_state(files.system_file(tool), tool) or NO_MIRROR

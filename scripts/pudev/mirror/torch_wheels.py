@@ -11,7 +11,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from pudev.mirror.catalogue import Mirror
+from pudev.mirror.catalogue import MIRRORS, Mirror
 
 _CUDA = re.compile(r"""^cuda\b[^=\n]*=\s*['"](\d+)\.(\d+)""", re.MULTILINE)
 
@@ -35,3 +35,8 @@ def folder(mirror: Mirror | None, cuda_tag: str) -> str:
     if mirror is None or not mirror.torch_wheels or not cuda_tag:
         return ""
     return f"{mirror.torch_wheels}/{cuda_tag}/"
+
+
+def folder_for(pip_state: str) -> str:
+    """The folder for this image's torch on the mirror pip uses now (`pip` of switch.active)."""
+    return folder(MIRRORS.get(pip_state), torch_cuda_tag())
