@@ -21,16 +21,21 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
     --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
     apt-get update -q && apt-get install -y -q --no-install-recommends ca-certificates python3-pip unzip
 
-# Downloads stay in a cache mount, one folder per toolkit and architecture (the assembly takes
-# every wheel and .deb in its folder); only the assembled tree leaves this stage.
+# Downloads live only as long as this step: a stand-in is rebuilt only when its recipe changes,
+# and a cache of them would stay on a fresh machine's disk for good (docs/maintaining/standins.md).
+# Only the assembled tree leaves this stage.
 # WHEELS is a list of requirement specs, split on purpose; pip takes the target machine's wheels,
 # of any manylinux generation NVIDIA tags them with (cu11's manylinux1 to cu13's manylinux_2_28).
-RUN --mount=type=cache,target=/var/cache/pudev-standins \
-    --mount=type=secret,id=ca \
+# The math libraries' shared objects (cuBLAS, cuFFT, cuRAND, cuSOLVER, cuSPARSE, NPP, nvJPEG:
+# most of each tree) are left out of the stand-in: torch ships its own copies and the
+# production Dockerfile's prune step drops them from NVIDIA's images too, so the built image is the
+# same; their headers stay. The prune step still has real work here (static libraries, NVRTC,
+# CUPTI, nvJitLink), and its unit test covers the libraries left out.
+RUN --mount=type=secret,id=ca \
     --mount=type=bind,source=docker/steps/with-ca.sh,target=/usr/local/sbin/with-ca \
     --mount=type=bind,source=docker/standins/fetch-debs.sh,target=/usr/local/sbin/fetch-debs \
     --mount=type=bind,source=docker/standins/assemble-toolkit.sh,target=/usr/local/sbin/assemble-toolkit \
-    downloads="/var/cache/pudev-standins/cuda-${CUDA_VERSION}-${TARGETARCH}" \
+    downloads=$(mktemp -d) \
     && machine=$([ "${TARGETARCH}" = arm64 ] && echo aarch64 || echo x86_64) \
     && set -- && for tag in manylinux1 manylinux2010 manylinux2014 $(seq -f manylinux_2_%g 17 28); do \
         set -- "$@" --platform "${tag}_${machine}"; done \
@@ -41,6 +46,10 @@ RUN --mount=type=cache,target=/var/cache/pudev-standins \
             "${DEB_DEV_VERSION}" "$downloads/debs"; fi \
     && TOOLKIT_ROOT=/out/usr/local TARGET_ARCH="${TARGETARCH}" \
         sh /usr/local/sbin/assemble-toolkit "${CUDA_VERSION}" "$downloads/wheels" "${DEB_SUITE:+$downloads/debs}" \
+    && rm -rf "$downloads" \
+    && for pattern in 'libcublas*.so*' 'libcufft*.so*' 'libcurand*.so*' 'libcusolver*.so*' 'libcusparse*.so*' \
+        'libnpp*.so*' 'libnvjpeg*.so*' 'libnvblas*.so*'; do \
+        find /out/usr/local/ \( -type f -o -type l \) -name "$pattern" -delete; done \
     && ln -s "cuda-${CUDA_VERSION}" /out/usr/local/cuda
 
 FROM ${OS_IMAGE}
