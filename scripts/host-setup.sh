@@ -36,6 +36,7 @@ ensure_tools() {
     command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
     command -v docker-registry >/dev/null 2>&1 || missing="$missing docker-registry"
     command -v skopeo >/dev/null 2>&1 || missing="$missing skopeo"
+    command -v gpg >/dev/null 2>&1 || missing="$missing gnupg"  # signs the blocked-network test's apt archive
     command -v dockerd >/dev/null 2>&1 || missing="$missing docker.io"
     command -v docker-compose >/dev/null 2>&1 || missing="$missing docker-compose"
     command -v npm >/dev/null 2>&1 || missing="$missing npm"

@@ -2,12 +2,13 @@
 
 Its DNS server answers every name with this container's own address and writes each question down.
 On ports 80 and 443 it then serves the chosen mirrors' names (a package index with the wheels in
-WHEELS, and a Hugging Face endpoint) and holds every other name's connection open without a word,
+WHEELS, the files under ARCHIVE at their own paths, such as a Debian archive, and a Hugging Face
+endpoint) and holds every other name's connection open without a word,
 as a blocked host does: the client hangs until its own timeout. Every question, handshake and
 request is a line of JSON in LOG. Standard library only: it runs on the image's own Python.
 
 Usage, with tls_accept.py beside it: python3 blocked_world.py CONFIG.json, where CONFIG names
-mirror_hosts, cert, key, wheels and log."""
+mirror_hosts, cert, key, wheels, archive and log."""
 
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ class World:
         self.mirrors = {host.lower() for host in config["mirror_hosts"]}
         self.log = Path(config["log"])
         self.wheels = Path(config["wheels"])
+        self.archive = Path(config["archive"]).resolve()
 
     def listing(self, project: str) -> str | None:
         links = []
@@ -92,6 +94,9 @@ class World:
                 return 200, "application/octet-stream", wheel.read_bytes()
         if path.startswith("/api/models/"):
             return 200, "application/json", json.dumps({"id": path.removeprefix("/api/models/"), "host": host}).encode()
+        served = (self.archive / path.split("?")[0].lstrip("/")).resolve()
+        if served.is_relative_to(self.archive) and served.is_file():
+            return 200, "application/octet-stream", served.read_bytes()
         return 404, "text/plain", b"not here"
 
     def handler(self) -> type[BaseHTTPRequestHandler]:

@@ -2,14 +2,14 @@
 other name hangs as a blocked host does (blocked_world.py, on an internal network this test makes,
 so no packet leaves the machine). The session starts JupyterLab, runs a notebook over the HTTP API
 (torch, torchvision, pandas, cv2, matplotlib, a tqdm bar, a plot, a Hugging Face request through
-`pudev mirror --hf`), installs packages with pip and uv, and updates apt's lists. Every name asked and every connection
-is recorded: none may be outside the mirror.
+`pudev mirror --hf`), installs packages with pip, uv and apt. Every name asked and every connection is recorded: none
+may be outside the mirror.
 
 Kinder than China: the fake mirrors' certificates come from a test CA that the test adds to the
 container's trust store (the real mirrors' certificates are public); the fake index holds only the
-packages the session asks for; a connection to an address rather than a name finds no route at
-once instead of hanging; apt finds no archive on the mirror (a fake one would need Debian's
-signing key), so it proves only which hosts apt asks; the stand-ins' sources name no security
+packages the session asks for; the fake mirror's apt archive is signed by a test key the
+container is told to trust (debian_archive.py), not by Debian's; a connection to an address rather
+than a name finds no route at once instead of hanging; the stand-ins' sources name no security
 suite, which Tsinghua's help keeps upstream (the in-image and unit mirror tests cover that)."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from debian_archive import SigningKey, signing_key, write_archive
 from e2e_support import QUICK_HEALTH, LocalImage, Profiles
 from jupyter_client_lite import JupyterServer, notebook
 from tls_material import TlsMaterial
@@ -42,6 +43,7 @@ WORLD_SCRIPTS = [Path(__file__).with_name(name) for name in ("blocked_world.py",
 UV = Path(sys.executable).parent / "uv"  # make venv installs it
 BUNDLE = f"/{SYSTEM_CA_BUNDLE}"  # the image's own system bundle, which update-ca-certificates rewrites
 HF_NAME = "hf-mirror"
+DEB = "pudev-blocked-probe"
 CELL = """\
 import os, json, urllib.request
 import torch, torchvision, pandas, cv2, matplotlib
@@ -95,8 +97,10 @@ def _start_world(image: LocalImage, network: str, folder: Path, hosts: set[str])
     _wheel(folder / "wheels", "pudev-wants-other-torch", requires="torch==0.0.1")
     for script in WORLD_SCRIPTS:
         shutil.copy(script, folder / script.name)
+    (folder / "archive").mkdir()
     (folder / "config.json").write_text(json.dumps({
-        "mirror_hosts": sorted(hosts), **served, "wheels": "/world/wheels", "log": "/world/log.jsonl"}))
+        "mirror_hosts": sorted(hosts), **served, "wheels": "/world/wheels", "archive": "/world/archive",
+        "log": "/world/log.jsonl"}))
     folder.chmod(0o777)  # the world writes its log as root; the host reads it
     world = TrackedContainer(image.tag, purpose="world", options=[
         "--network", network, "--user", "0", "--entrypoint", "python3", "--volume", f"{folder}:/world"])
@@ -108,15 +112,35 @@ def _start_world(image: LocalImage, network: str, folder: Path, hosts: set[str])
     return world, world.inspect(ADDRESS)
 
 
+@pytest.fixture
+def archive_key(tmp_path: Path) -> Iterator[tuple[SigningKey, Path]]:
+    public = tmp_path / "archive-key.asc"
+    with signing_key(public) as key:
+        yield key, public
+
+
+def _write_archive(user: TrackedContainer, root: Path, key: SigningKey) -> None:
+    """The fake mirror's archive, for the suites the container's apt sources name (pudev mirror has just
+    pointed them at the mirror) and its architecture."""
+    uris = user.exec(["apt-get", "update", "--print-uris"], user="0", timeout=60)
+    assert uris.returncode == 0, uris.stderr[-1000:]
+    in_release = [field.strip("'") for line in uris.stdout.splitlines() for field in line.split()[:1]
+                  if field.strip("'").endswith("/InRelease")]
+    assert in_release, uris.stdout[-1000:]
+    architecture = user.exec(["dpkg", "--print-architecture"], timeout=60).stdout.strip()
+    write_archive(root, in_release, architecture, DEB, key)
+
+
 def _asked(log: Path) -> list[dict[str, str]]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 # The refusal is the point: pip's first and last lines stay, on stderr.
 @pytest.mark.allow_log(r"ERROR: (Cannot install pudev-wants-other-torch|ResolutionImpossible)")
-@pytest.mark.parametrize(("build", "mirror"), [("local", "aliyun"), ("local-current", "tuna")])
-def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, build: str, mirror: str, blocked_network: str,
-                                             tmp_path: Path) -> None:
+@pytest.mark.parametrize("case", [("local", "aliyun"), ("local-current", "tuna")], ids="-".join)
+def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, case: tuple[str, str], blocked_network: str,
+                                             archive_key: tuple[SigningKey, Path], tmp_path: Path) -> None:
+    build, mirror = case  # the profile's image, and the mirror it is switched to
     image = profiles.image(build)
     hosts = _mirror_hosts(mirror)
     world, world_address = _start_world(image, blocked_network, tmp_path / "world", hosts)
@@ -126,6 +150,7 @@ def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, build: str, mi
         *QUICK_HEALTH, "--network", blocked_network, "--env", f"JUPYTER_TOKEN={token}",
         "--volume", f"{tmp_path / 'resolv.conf'}:/etc/resolv.conf:ro",
         "--volume", f"{tmp_path / 'world/tls/ca.crt'}:/usr/local/share/ca-certificates/pudev-test.crt:ro",
+        "--volume", f"{archive_key[1]}:/etc/apt/trusted.gpg.d/pudev-test.asc:ro",
         # the test CA joins the system bundle below; these point every client at that bundle
         "--env", f"SSL_CERT_FILE={BUNDLE}", "--env", f"PIP_CERT={BUNDLE}", "--env", "UV_SYSTEM_CERTS=1"])
     with world, user:
@@ -134,6 +159,7 @@ def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, build: str, mi
         for command in (["update-ca-certificates"], ["pudev", "mirror", mirror], ["pudev", "mirror", "--hf", HF_NAME]):
             done = user.exec(command, user="0", timeout=120)
             assert done.returncode == 0, f"{command}: {done.stdout[-1000:]}{done.stderr[-1000:]}"
+        _write_archive(user, tmp_path / "world/archive", archive_key[0])
         assert user.wait_for(HEALTH, "healthy", timeout=180) == "healthy", user.logs()[-3000:]
         server = JupyterServer(port=8888, token=token, host=user.inspect(ADDRESS))
         status, _ = server.request("PUT", "api/contents/first-hour.ipynb", notebook(CELL))
@@ -154,9 +180,10 @@ def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, build: str, mi
         assert copied.returncode == 0, copied.stderr
         uv = user.exec(["uv", "pip", "install", "--target", "/tmp/uv-target", "pudev-blocked-probe"], timeout=300)
         assert uv.returncode == 0, uv.stdout[-1500:] + uv.stderr[-1500:]
-        # The fake mirror has no archive (it would need Debian's signing key): apt must fail fast, on the mirror.
-        apt = user.exec(["apt-get", "update"], user="0", timeout=300)
-        assert apt.returncode != 0 and "404" in apt.stdout + apt.stderr, apt.stdout[-1500:] + apt.stderr[-1500:]
+        for command in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", DEB]):
+            apt = user.exec(command, user="0", timeout=300)
+            assert apt.returncode == 0, f"{command}: {apt.stdout[-1500:]}{apt.stderr[-1500:]}"
+        assert user.exec(["cat", f"/usr/share/{DEB}/works"], timeout=60).stdout == "yes\n"
         took = time.monotonic() - started
 
     asked = _asked(tmp_path / "world/log.jsonl")
@@ -169,5 +196,5 @@ def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, build: str, mi
     index = urlsplit(MIRRORS[mirror].pypi_index)
     assert (index.hostname, f"{index.path.rstrip('/')}/pudev-blocked-probe/") in paths, sorted(paths)
     assert (urlsplit(HF_MIRRORS[HF_NAME][0]).hostname, "/api/models/pudev/tiny") in paths, sorted(paths)
-    assert any(host == urlsplit(MIRRORS[mirror].apt_base).hostname and "/dists/" in path for host, path in paths), \
-        sorted(paths)
+    apt_host = urlsplit(MIRRORS[mirror].apt_base).hostname
+    assert any(host == apt_host and path.endswith(f"/{DEB}_1.0_all.deb") for host, path in paths), sorted(paths)
