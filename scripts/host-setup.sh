@@ -21,6 +21,7 @@
 #   PUDEV_PRUNE_BUILD_CACHE=1   `tidy` cuts the build cache to PUDEV_BUILD_CACHE_KEEP (10GB), after
 #                               dropping records unused for PUDEV_BUILD_CACHE_UNUSED_FOR (a duration) if set
 #   PUDEV_TEST_DISK_GB          the free space a warm run needs (25) when nothing is pruned
+#   PUDEV_FIRST_RUN_DISK_GB     the same for a first run, on an engine with no stand-in yet (70)
 # It installs and starts things only as root on Debian/Ubuntu; elsewhere it
 # prints what is missing and how to get it, and exits non-zero.
 # Usage: scripts/host-setup.sh [tools|engine|podman|tidy|all]   (default: all)
@@ -263,11 +264,16 @@ tidy() {
         "$docker" builder prune -f --keep-storage "${PUDEV_BUILD_CACHE_KEEP:-10GB}" >/dev/null
         return 0
     fi
-    need=${PUDEV_TEST_DISK_GB:-25}
+    # Measured peaks (docs/maintaining/benchmarks-log.md): a first run builds every stand-in and image.
+    if [ -n "$("$docker" images -q --filter label=org.pudev.standin.recipe)" ]; then
+        need=${PUDEV_TEST_DISK_GB:-25} run="a test run"
+    else
+        need=${PUDEV_FIRST_RUN_DISK_GB:-70} run="a first test run (no stand-in built yet)"
+    fi
     root=$("$docker" info --format '{{.DockerRootDir}}')
     free=$(df -P -k "$root" | awk 'NR == 2 { print int($4 / 1048576) }')
     if [ "$free" -lt "$need" ]; then
-        say "Docker's disk has ${free} GB free and a test run needs about ${need} GB (a first run about 75 GB): free some space, or let this script cut Docker's build cache, every project's, to ${PUDEV_BUILD_CACHE_KEEP:-10GB} with PUDEV_PRUNE_BUILD_CACHE=1"
+        say "Docker's disk has ${free} GB free and ${run} needs about ${need} GB: free some space, or let this script cut Docker's build cache, every project's, to ${PUDEV_BUILD_CACHE_KEEP:-10GB} with PUDEV_PRUNE_BUILD_CACHE=1"
         return 1
     fi
 }

@@ -9,11 +9,14 @@ from pathlib import Path
 from pudev.paths import REPO_ROOT
 
 
-def _tidy(tmp_path: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+def _tidy(tmp_path: Path, *, standins: bool = True, **env: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     calls = tmp_path / "calls"
     docker = tmp_path / "docker"
-    # Answers `info` with a folder on this disk; records every other call.
-    docker.write_text(f'#!/bin/sh\nif [ "$1" = info ]; then echo {tmp_path}; exit 0; fi\necho "$*" >> {calls}\n')
+    # Answers `info` with a folder on this disk and `images` with a stand-in's id or nothing; records every call
+    # but `info`.
+    images = "echo 0123456789ab" if standins else ":"
+    docker.write_text(f'#!/bin/sh\nif [ "$1" = info ]; then echo {tmp_path}; exit 0; fi\necho "$*" >> {calls}\n'
+                      f'if [ "$1" = images ]; then {images}; fi\n')
     docker.chmod(0o755)
     base = {key: value for key, value in os.environ.items() if not key.startswith("PUDEV_") and key != "CI"}
     result = subprocess.run(["sh", str(REPO_ROOT / "scripts/host-setup.sh"), "tidy"], capture_output=True, text=True,
@@ -40,3 +43,12 @@ def test_a_developers_cache_is_never_pruned_and_short_disk_stops_the_run(tmp_pat
     assert not [call for call in calls if call.startswith("builder")]
     assert result.returncode != 0
     assert "PUDEV_PRUNE_BUILD_CACHE=1" in result.stderr and "999999 GB" in result.stderr
+
+
+def test_a_first_run_asks_for_the_space_a_first_run_needs(tmp_path: Path) -> None:
+    first, calls = _tidy(tmp_path, standins=False, PUDEV_TEST_DISK_GB="1", PUDEV_FIRST_RUN_DISK_GB="999999")
+    assert "images -q --filter label=org.pudev.standin.recipe" in calls
+    assert first.returncode != 0
+    assert "first test run" in first.stderr and "999999 GB" in first.stderr
+    warm, _ = _tidy(tmp_path, standins=True, PUDEV_TEST_DISK_GB="1", PUDEV_FIRST_RUN_DISK_GB="999999")
+    assert warm.returncode == 0, warm.stderr
