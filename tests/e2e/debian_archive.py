@@ -26,6 +26,7 @@ COMPONENTS = ("main", "contrib", "non-free", "non-free-firmware")
 @dataclass(frozen=True)
 class SigningKey:
     home: Path
+    public: Path  # the armored public key, for the container to trust
 
     def gpg(self, *args: str) -> None:
         subprocess.run(["gpg", "--homedir", str(self.home), "--batch", "--quiet", "--pinentry-mode", "loopback",
@@ -34,12 +35,12 @@ class SigningKey:
 
 @contextmanager
 def signing_key(public: Path) -> Iterator[SigningKey]:
-    """A fresh signing key, its public half written (armored) to `public`."""
+    """A fresh signing key, its public half written to `public`."""
     if shutil.which("gpg") is None:
         skip_or_fail("gpg is not installed (Debian's gnupg): the fake mirror's archive cannot be signed")
     # A short home: gpg-agent's socket path must fit in 108 bytes, and pytest's folders are long.
     with tempfile.TemporaryDirectory(prefix="pudev-gpg-") as home:
-        key = SigningKey(Path(home))
+        key = SigningKey(Path(home), public)
         try:
             key.gpg("--quick-generate-key", "pudev test archive <archive@pudev.invalid>", "ed25519", "sign", "1d")
             key.gpg("--armor", "--export", "--output", str(public))
@@ -49,26 +50,27 @@ def signing_key(public: Path) -> Iterator[SigningKey]:
                            timeout=60)
 
 
-def _deb(folder: Path, package: str, architecture: str) -> Path:
+def _control(package: str) -> str:
+    return (f"Package: {package}\nVersion: 1.0\nArchitecture: all\nMaintainer: pudev tests <archive@pudev.invalid>\n"
+            "Description: a package the blocked-network test installs\n")
+
+
+def _deb(folder: Path, package: str) -> Path:
     tree = folder / f"{package}-tree"
     (tree / "DEBIAN").mkdir(parents=True)
-    (tree / "DEBIAN/control").write_text(
-        f"Package: {package}\nVersion: 1.0\nArchitecture: {architecture}\nMaintainer: pudev tests "
-        f"<archive@pudev.invalid>\nDescription: a package the blocked-network test installs\n")
+    (tree / "DEBIAN/control").write_text(_control(package))
     (tree / f"usr/share/{package}").mkdir(parents=True)
     (tree / f"usr/share/{package}/works").write_text("yes\n")
-    deb = folder / f"{package}_1.0_{architecture}.deb"
+    deb = folder / f"{package}_1.0_all.deb"
     subprocess.run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", str(tree), str(deb)], check=True,
                    capture_output=True, timeout=60)
     shutil.rmtree(tree)
     return deb
 
 
-def _stanza(deb: Path, pool_path: str) -> str:
-    control = subprocess.run(["dpkg-deb", "--field", str(deb)], check=True, capture_output=True, text=True,
-                             timeout=60).stdout
+def _stanza(package: str, deb: Path, pool_path: str) -> str:
     data = deb.read_bytes()
-    return f"{control.rstrip()}\nFilename: {pool_path}\nSize: {len(data)}\nSHA256: {hashlib.sha256(data).hexdigest()}\n"
+    return f"{_control(package)}Filename: {pool_path}\nSize: {len(data)}\nSHA256: {hashlib.sha256(data).hexdigest()}\n"
 
 
 def write_archive(root: Path, in_release_urls: list[str], architecture: str, package: str, key: SigningKey) -> None:
@@ -81,9 +83,9 @@ def write_archive(root: Path, in_release_urls: list[str], architecture: str, pac
         if number == 0:
             pool = root / archive / "pool/main/p" / package
             pool.mkdir(parents=True)
-            deb = _deb(pool, package, "all")
+            deb = _deb(pool, package)
             indexes[f"main/binary-{architecture}/Packages"] = \
-                _stanza(deb, str(deb.relative_to(root / archive))).encode()
+                _stanza(package, deb, str(deb.relative_to(root / archive))).encode()
         for name, data in indexes.items():
             (root / dists / name).parent.mkdir(parents=True, exist_ok=True)
             (root / dists / name).write_bytes(data)

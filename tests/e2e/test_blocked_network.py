@@ -113,10 +113,9 @@ def _start_world(image: LocalImage, network: str, folder: Path, hosts: set[str])
 
 
 @pytest.fixture
-def archive_key(tmp_path: Path) -> Iterator[tuple[SigningKey, Path]]:
-    public = tmp_path / "archive-key.asc"
-    with signing_key(public) as key:
-        yield key, public
+def archive_key(tmp_path: Path) -> Iterator[SigningKey]:
+    with signing_key(tmp_path / "archive-key.asc") as key:
+        yield key
 
 
 def _write_archive(user: TrackedContainer, root: Path, key: SigningKey) -> None:
@@ -124,8 +123,8 @@ def _write_archive(user: TrackedContainer, root: Path, key: SigningKey) -> None:
     pointed them at the mirror) and its architecture."""
     uris = user.exec(["apt-get", "update", "--print-uris"], user="0", timeout=60)
     assert uris.returncode == 0, uris.stderr[-1000:]
-    in_release = [field.strip("'") for line in uris.stdout.splitlines() for field in line.split()[:1]
-                  if field.strip("'").endswith("/InRelease")]
+    urls = [line.split()[0].strip("'") for line in uris.stdout.splitlines() if line.strip()]
+    in_release = [url for url in urls if url.endswith("/InRelease")]
     assert in_release, uris.stdout[-1000:]
     architecture = user.exec(["dpkg", "--print-architecture"], timeout=60).stdout.strip()
     write_archive(root, in_release, architecture, DEB, key)
@@ -139,7 +138,7 @@ def _asked(log: Path) -> list[dict[str, str]]:
 @pytest.mark.allow_log(r"ERROR: (Cannot install pudev-wants-other-torch|ResolutionImpossible)")
 @pytest.mark.parametrize("case", [("local", "aliyun"), ("local-current", "tuna")], ids="-".join)
 def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, case: tuple[str, str], blocked_network: str,
-                                             archive_key: tuple[SigningKey, Path], tmp_path: Path) -> None:
+                                             archive_key: SigningKey, tmp_path: Path) -> None:
     build, mirror = case  # the profile's image, and the mirror it is switched to
     image = profiles.image(build)
     hosts = _mirror_hosts(mirror)
@@ -150,7 +149,7 @@ def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, case: tuple[st
         *QUICK_HEALTH, "--network", blocked_network, "--env", f"JUPYTER_TOKEN={token}",
         "--volume", f"{tmp_path / 'resolv.conf'}:/etc/resolv.conf:ro",
         "--volume", f"{tmp_path / 'world/tls/ca.crt'}:/usr/local/share/ca-certificates/pudev-test.crt:ro",
-        "--volume", f"{archive_key[1]}:/etc/apt/trusted.gpg.d/pudev-test.asc:ro",
+        "--volume", f"{archive_key.public}:/etc/apt/trusted.gpg.d/pudev-test.asc:ro",
         # the test CA joins the system bundle below; these point every client at that bundle
         "--env", f"SSL_CERT_FILE={BUNDLE}", "--env", f"PIP_CERT={BUNDLE}", "--env", "UV_SYSTEM_CERTS=1"])
     with world, user:
@@ -159,7 +158,7 @@ def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, case: tuple[st
         for command in (["update-ca-certificates"], ["pudev", "mirror", mirror], ["pudev", "mirror", "--hf", HF_NAME]):
             done = user.exec(command, user="0", timeout=120)
             assert done.returncode == 0, f"{command}: {done.stdout[-1000:]}{done.stderr[-1000:]}"
-        _write_archive(user, tmp_path / "world/archive", archive_key[0])
+        _write_archive(user, tmp_path / "world/archive", archive_key)
         assert user.wait_for(HEALTH, "healthy", timeout=180) == "healthy", user.logs()[-3000:]
         server = JupyterServer(port=8888, token=token, host=user.inspect(ADDRESS))
         status, _ = server.request("PUT", "api/contents/first-hour.ipynb", notebook(CELL))
