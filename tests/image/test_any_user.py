@@ -77,6 +77,21 @@ def test_shells_fix_home(shell: str, home: str) -> None:
     assert _writable(lines[-2])
 
 
+@pytest.mark.parametrize("home", ["as started", *BROKEN_HOMES])
+@pytest.mark.parametrize("shell", SHELLS)
+def test_shells_find_what_pip_installs_for_the_user(shell: str, home: str) -> None:
+    """`pip install` puts a user's commands (huggingface-cli, say) in ~/.local/bin: every shell has it
+    on PATH, even before it exists, and after the image's own folders, so it shadows none of them."""
+    env = dict(os.environ) if home == "as started" else _env(BROKEN_HOMES[home])
+    result = _run([*SHELLS[shell], 'printf "%s\\n%s\\n" "$HOME" "$PATH"'], env=env)
+    found_home, path = result.stdout.splitlines()[-2:]
+    entries = path.split(":")
+    user_bin = f"{found_home}/.local/bin"
+    assert user_bin in entries, f"{shell}: {user_bin} is not on PATH={path}"
+    pip_dir = os.path.dirname(shutil.which("pip") or "")
+    assert entries.index(user_bin) > entries.index(pip_dir), f"{shell}: {user_bin} comes before {pip_dir}: {path}"
+
+
 def test_zsh_offers_no_first_run_menu_in_a_fresh_home(tmp_path: Path) -> None:
     """A home without zsh startup files (a fresh volume, an arbitrary uid's own HOME) on a terminal:
     zsh-newuser-install would wait for a key press."""

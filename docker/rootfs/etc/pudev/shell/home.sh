@@ -12,3 +12,11 @@ if [ "${HOME:-/}" = / ] || [ ! -d "$HOME" ] || [ ! -w "$HOME" ] || [ ! -x "$HOME
     fi
     unset _pudev_home
 fi
+# pip installs a user's commands into ~/.local/bin when the environment is not theirs to write.
+# Debian's ~/.profile adds that folder only to login shells, and only once it exists, so a
+# terminal or a notebook's `!command` would not find what was just installed. Last, so a
+# command installed there never shadows the image's own (pip, python, jupyter).
+case ":${PATH:-}:" in
+    *":$HOME/.local/bin:"*) ;;
+    *) PATH="${PATH:+$PATH:}$HOME/.local/bin" && export PATH ;;
+esac
