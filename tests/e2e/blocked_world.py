@@ -2,13 +2,14 @@
 
 Its DNS server answers every name with this container's own address and writes each question down.
 On ports 80 and 443 it then serves the chosen mirrors' names (a package index with the wheels in
-WHEELS, the files under ARCHIVE at their own paths, such as a Debian archive, and a Hugging Face
-endpoint) and holds every other name's connection open without a word,
-as a blocked host does: the client hangs until its own timeout. Every question, handshake and
-request is a line of JSON in LOG. Standard library only: it runs on the image's own Python.
+WHEELS, the files under ARCHIVE at their own paths, such as a Debian archive, and the files under
+MODELS as a Hugging Face endpoint serves a model's files to huggingface_hub) and holds every other
+name's connection open without a word, as a blocked host does: the client hangs until its own
+timeout. Every question, handshake and request is a line of JSON in LOG. Standard library only: it
+runs on the image's own Python.
 
 Usage, with tls_accept.py beside it: python3 blocked_world.py CONFIG.json, where CONFIG names
-mirror_hosts, cert, key, wheels, archive and log."""
+mirror_hosts, cert, key, wheels, archive, models and log."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ from typing import Any
 
 from tls_accept import TlsHttpServer
 
+# The one revision every model here has: huggingface_hub keys its cache on the commit a mirror names.
+MODEL_COMMIT = "0" * 40
 FOREVER = threading.Event()  # never set: a blocked host's connection waits on it
 _LOCK = threading.Lock()
 
@@ -74,6 +77,7 @@ class World:
         self.log = Path(config["log"])
         self.wheels = Path(config["wheels"])
         self.archive = Path(config["archive"]).resolve()
+        self.models = Path(config["models"]).resolve()
 
     def listing(self, project: str) -> str | None:
         links = []
@@ -83,21 +87,29 @@ class World:
                 links.append(f'<a href="/files/{wheel.name}#sha256={digest}">{wheel.name}</a><br/>')
         return f"<!DOCTYPE html><html><body>{''.join(links)}</body></html>" if links else None
 
-    def answer(self, host: str, path: str) -> tuple[int, str, bytes]:
+    def answer(self, host: str, path: str) -> tuple[int, str, bytes, dict[str, str]]:
+        """(status, content type, body, further headers) for a mirror's GET or HEAD of `path`."""
         simple = re.fullmatch(r"/(?:pypi/)?simple/([^/]+)/?", path)
         if simple:
             page = self.listing(simple.group(1))
-            return (200, "text/html", page.encode()) if page else (404, "text/plain", b"not here")
+            return (200, "text/html", page.encode(), {}) if page else (404, "text/plain", b"not here", {})
         if path.startswith("/files/"):
             wheel = self.wheels / Path(path).name
             if wheel.is_file():
-                return 200, "application/octet-stream", wheel.read_bytes()
-        if path.startswith("/api/models/"):
-            return 200, "application/json", json.dumps({"id": path.removeprefix("/api/models/"), "host": host}).encode()
+                return 200, "application/octet-stream", wheel.read_bytes(), {}
+        # What hf_hub_download asks for (HEAD, then GET): /{repo}/resolve/{revision}/{file}, answered with the
+        # commit and ETag it needs to place the file in its cache.
+        resolve = re.fullmatch(r"/([^/]+/[^/]+)/resolve/[^/]+/(.+)", path.split("?")[0])
+        if resolve:
+            model_file = (self.models / resolve.group(1) / resolve.group(2)).resolve()
+            if model_file.is_relative_to(self.models) and model_file.is_file():
+                body = model_file.read_bytes()
+                return 200, "application/octet-stream", body, {
+                    "X-Repo-Commit": MODEL_COMMIT, "ETag": f'"{hashlib.sha256(body).hexdigest()}"'}
         served = (self.archive / path.split("?")[0].lstrip("/")).resolve()
         if served.is_relative_to(self.archive) and served.is_file():
-            return 200, "application/octet-stream", served.read_bytes()
-        return 404, "text/plain", b"not here"
+            return 200, "application/octet-stream", served.read_bytes(), {}
+        return 404, "text/plain", b"not here", {}
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         world = self
@@ -116,9 +128,11 @@ class World:
                 record(world.log, kind="http", host=host, path=self.path)
                 if host not in world.mirrors:
                     FOREVER.wait()
-                status, kind, body = world.answer(host, self.path)
+                status, kind, body, headers = world.answer(host, self.path)
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
+                for header, value in headers.items():
+                    self.send_header(header, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 if send_body:
