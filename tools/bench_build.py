@@ -43,7 +43,7 @@ from typing import Any
 
 from pudev.building.buildlog import find_failure
 from pudev.building.labels import copy_context
-from pudev.building.plan import local_tag
+from pudev.building.plan import BUILD_NETWORK, local_tag
 from pudev.building.plan_assembly import BuildOptions, plan_builds
 from pudev.building.requirement_locks import lock_path, rarely_changing_path
 from pudev.common.errors import PudevError
@@ -258,7 +258,10 @@ def _naive(bench: Bench, packages: str) -> Measurement:
     args = {key: plan.spec().args[key] for key in ("BASE_IMAGE", "TOOLKIT_A_IMAGE", "TOOLKIT_B_IMAGE",
                                                     "TOOLKIT_A_VERSION", "TOOLKIT_B_VERSION", "LOCK")}
     tag = f"pudev-bench/naive:{bench.variant.name}"
-    command = ["build", "--progress=plain", "--no-cache", "--file", str(NAIVE_DOCKERFILE), "--tag", tag]
+    # On the network pudev's own builds use, so the two differ in the Dockerfile alone (and an engine
+    # without a default bridge, such as scripts/current-engine.sh's, can build it).
+    command = ["build", "--progress=plain", "--no-cache", "--network", BUILD_NETWORK, "--file", str(NAIVE_DOCKERFILE),
+               "--tag", tag]
     for key, value in {**args, "OS_PACKAGES": packages}.items():
         command += ["--build-arg", f"{key}={value}"]
     if plan.ca_bundle is not None:
@@ -287,14 +290,18 @@ def _run_base(variant: Variant) -> str:
     return tag
 
 
-def _empty_cache_mounts() -> None:
-    docker.run(["builder", "prune", "--all", "--force", "--filter", "type=exec.cachemount"], timeout=1800)
+def _empty_cache(everything: bool) -> None:
+    """The cache mounts (downloads), or with `everything` the whole build cache: a sample's no-cache build
+    uses neither, and an engine of the benchmark's own (scripts/current-engine.sh) then keeps one build's
+    worth on disk, which its containerd store would otherwise overrun."""
+    only_mounts = [] if everything else ["--filter", "type=exec.cachemount"]
+    docker.run(["builder", "prune", "--all", "--force", *only_mounts], timeout=1800)
 
 
 SCENARIOS = ("naive", "cold", "tool-edit", "pin-rarely-changing", "pin-the-rest", "mirror-change", "no-op")
 
 
-def run_scenarios(bench: Bench, only: frozenset[str] = frozenset(SCENARIOS)
+def run_scenarios(bench: Bench, only: frozenset[str] = frozenset(SCENARIOS), *, empty_all: bool = False
                   ) -> tuple[list[Measurement], dict[str, int]]:
     """The scenarios in `only` (cold always: the rest build on it), and the own layers' compressed sizes of
     the cold build's image."""
@@ -310,12 +317,14 @@ def run_scenarios(bench: Bench, only: frozenset[str] = frozenset(SCENARIOS)
     naive_runs, cold_runs = [], []
     for _ in range(SAMPLES):
         if "naive" in only:
-            _empty_cache_mounts()
+            _empty_cache(empty_all)
             naive_runs.append(_naive(bench, naive_packages))
-        _empty_cache_mounts()
+        _empty_cache(empty_all)
         on_run_base = ["--base-image", _run_base(variant)]
         bench.layers = {}
         cold_runs.append(bench.measure("cold", [*on_run_base, "--no-cache"], None))
+        # The image the last sample built, outside the clock: the containerd store holds each one twice.
+        docker.run(["image", "prune", "--force", "--filter", "label=org.pudev.variant"], check=False, timeout=600)
     cold_run = median_of(cold_runs)
     results = [cold_run]
     if naive_runs:
@@ -364,12 +373,12 @@ def render(results: list[Measurement], own: dict[str, int]) -> str:
 
 
 def bench_build(out: Path, profile: str, *, checkout: Path = REPO_ROOT,
-                only: frozenset[str] = frozenset(SCENARIOS)) -> str:
+                only: frozenset[str] = frozenset(SCENARIOS), empty_all: bool = False) -> str:
     (variant,) = resolve(Selection(profile=profile)).variants
     with tempfile.TemporaryDirectory(prefix="pudev-bench-") as folder, local_registry(Path(folder)) as registry:
         bench = Bench(variant, profile, context_copy(Path(folder), checkout), registry, checkout)
         try:
-            results, own = run_scenarios(bench, only)
+            results, own = run_scenarios(bench, only, empty_all=empty_all)
         finally:
             docker.run(["rmi", f"pudev-bench/base:{variant.name}"], check=False)
             docker.run(["image", "prune", "--force", "--filter", "label=org.pudev.variant"], check=False, timeout=600)
@@ -377,7 +386,11 @@ def bench_build(out: Path, profile: str, *, checkout: Path = REPO_ROOT,
     out.parent.mkdir(parents=True, exist_ok=True)
     revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=checkout, capture_output=True, text=True,
                               check=False).stdout.strip()
+    engine = docker.run(["info", "--format", "{{.ServerVersion}} {{.Driver}} {{json .DriverStatus}}"]
+                        ).stdout.strip().split(" ", 2)
+    store = "containerd" if "io.containerd.snapshotter" in engine[2] else engine[1]  # its driver says overlayfs
     out.write_text(json.dumps({"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "image": local_tag(variant),
+                               "engine": f"Docker {engine[0]}, {store} image store",
                                "checkout": "this" if checkout == REPO_ROOT else f"commit {revision}",
                                "scenarios": [asdict(item) for item in results],
                                "own_layers_bytes": sorted(own.values(), reverse=True),
@@ -393,12 +406,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkout", default=str(REPO_ROOT), metavar="DIR",
                         help="measure this checkout's Dockerfile with its own pudev (DIR/.venv): a change's before")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"some of {', '.join(SCENARIOS)}")
+    parser.add_argument("--empty-build-cache", action="store_true",
+                        help="before each naive and cold sample, empty the engine's whole build cache (every "
+                             "project's), not only its cache mounts: for an engine of the benchmark's own")
     args = parser.parse_args(argv)
     only = frozenset(args.scenarios.split(","))
     if not only <= set(SCENARIOS):
         parser.error(f"--scenarios {args.scenarios}: choose from {', '.join(SCENARIOS)}")
     try:
-        print(bench_build(Path(args.out), args.profile, checkout=Path(args.checkout).resolve(), only=only))
+        print(bench_build(Path(args.out), args.profile, checkout=Path(args.checkout).resolve(), only=only,
+                          empty_all=args.empty_build_cache))
     except PudevError as error:
         print(f"bench_build: error: {error}", file=sys.stderr)
         return 2

@@ -28,6 +28,8 @@ HAND_WRITTEN = frozenset({"hardened-run"})
 START = re.compile(r"<!-- ([\w-]+):start -->")
 
 BUILD_PROFILES = ("local", "local-current")
+# The same profile's run on Docker 20.10's overlay2 store and on Docker 28.5's containerd image store.
+STORE_RUNS = ("bench-build-local.json", "bench-build-local-containerd.json")
 BUILD_SCENARIOS = {"naive": "naive single-stage Dockerfile (docker/bench/naive.Dockerfile), cold",
                    "cold": "cold (ratio: of the naive build)", "tool-edit": "an in-image tool file edited",
                    "pin-rarely-changing": "a pin changed in the rarely changing packages",
@@ -133,16 +135,14 @@ def _profile_header(profile: str, image: str) -> str:
     return f"`{profile}` ({image.rsplit(':', 1)[-1]})"
 
 
-def build_speed() -> str:
-    """`make bench-build`'s scenarios, one column per stand-in profile: seconds, their share, what users pull again."""
-    runs = _build_runs()
-    first = runs[BUILD_PROFILES[0]]
-    measured = {profile: {item["scenario"]: item for item in run["scenarios"]} for profile, run in runs.items()}
+def _speed_rows(columns: list[dict[str, Any]]) -> list[list[str]]:
+    """One row per scenario of the first run, one cell per run: seconds, their share, what users pull again."""
+    first = columns[0]
+    measured = [{item["scenario"]: item for item in run["scenarios"]} for run in columns]
     rows = []
-    for scenario, item in measured[BUILD_PROFILES[0]].items():
+    for scenario, item in measured[0].items():
         cells = []
-        for profile in BUILD_PROFILES:
-            found = measured[profile][scenario]
+        for found in (by_scenario[scenario] for by_scenario in measured):
             cell = f"{found['seconds']:.1f} s"
             if scenario != "naive":
                 cell += f", {found['ratio']:.1%}"
@@ -156,10 +156,26 @@ def build_speed() -> str:
             if scenario in first["download_targets_mb"] else []
         label = BUILD_SCENARIOS.get(scenario, scenario) + (f" ({item['probe'].split()[0]})" if item["probe"] else "")
         rows.append([label, *cells, ", ".join(goals)])
+    return rows
+
+
+def build_speed() -> str:
+    """`make bench-build`'s scenarios, one column per stand-in profile."""
+    runs = _build_runs()
     dates = sorted({run["measured_at"][:10] for run in runs.values()})
     headers = ["scenario", *(_profile_header(p, runs[p]["image"]) for p in BUILD_PROFILES), "target"]
     sources = ", ".join(f"`benchmarks/bench-build-{profile}.json`" for profile in BUILD_PROFILES)
-    return f"Measured {' and '.join(dates)} with `make bench-build` ({sources}).\n\n" + markdown_table(headers, rows)
+    return (f"Measured {' and '.join(dates)} with `make bench-build` ({sources}).\n\n"
+            + markdown_table(headers, _speed_rows(list(runs.values()))))
+
+
+def build_speed_by_store() -> str:
+    """The first profile's scenarios on each image store, one column per engine."""
+    runs = {name: _benchmark(name) for name in STORE_RUNS}
+    headers = ["scenario", *(f"{run['engine']} ({run['measured_at'][:10]})" for run in runs.values()), "target"]
+    sources = ", ".join(f"`benchmarks/{name}`" for name in runs)
+    return (f"`{BUILD_PROFILES[0]}` with `make bench-build` on each store, on this machine ({sources}).\n\n"
+            + markdown_table(headers, _speed_rows(list(runs.values()))))
 
 
 def build_sizes() -> str:
@@ -328,6 +344,7 @@ def download_size() -> str:
 
 GENERATORS: dict[str, Callable[[], str]] = {
     "variants": variants, "tags": tags, "tags-zh": tags_zh, "test-times": test_times, "build-speed": build_speed,
+    "build-speed-by-store": build_speed_by_store,
     "build-sizes": build_sizes, "ext-bench": ext_bench, "compile-peaks": compile_peaks, "arm64-costs": arm64_costs,
     "layering": layering, "ext-threads": ext_threads, "download-size": download_size,
 }
