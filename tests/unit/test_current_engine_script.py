@@ -36,8 +36,10 @@ def _run(tmp_path: Path, *args: str, docker_info_ok: bool = True, prefix: tuple[
     env = {**{key: value for key, value in os.environ.items() if not key.startswith("PUDEV_")},
            "PATH": f"{bin_dir}:{os.environ['PATH']}", "PUDEV_DOCKER": str(docker), "TMPDIR": str(tmp_path / "tmp"),
            "PUDEV_CURRENT_ENGINE_DIR": str(tmp_path / "state"), "PUDEV_DEBIAN_ARCHIVE": "http://127.0.0.1:9/debian"}
-    result = subprocess.run([*prefix, "sh", str(SCRIPT), *args], capture_output=True, text=True, env=env, check=False,
-                            timeout=60)
+    # On stdin: another user cannot open a checkout in a private folder (release day's copy of it is one).
+    with SCRIPT.open() as script:
+        result = subprocess.run([*prefix, "sh", "-s", "--", *args], stdin=script, capture_output=True, text=True,
+                                env=env, check=False, timeout=60)
     return result, calls.read_text().splitlines() if calls.exists() else []
 
 

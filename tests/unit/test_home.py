@@ -128,3 +128,19 @@ def test_the_uids_own_home_is_kept_on_a_read_only_root(tmp_path: Path, monkeypat
     environ = {"HOME": str(tmp_path / "someone-else")}
     assert home.ensure(environ, uid=UID, parent=str(tmp_path)) == {}  # nothing usable found: left alone
     assert environ["HOME"] == str(tmp_path / "someone-else")
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("/usr/local/bin:/usr/bin", "/usr/local/bin:/usr/bin:/home/dev/.local/bin"),
+    ("/home/dev/.local/bin:/usr/bin", "/home/dev/.local/bin:/usr/bin"),  # already there, wherever it is
+    ("", "/home/dev/.local/bin")])
+def test_the_users_commands_folder_comes_last_on_path(path: str, expected: str) -> None:
+    environ = {"HOME": "/home/dev", "PATH": path}
+    home.add_user_bin(environ)
+    assert environ["PATH"] == expected
+
+
+def test_no_commands_folder_without_an_absolute_home() -> None:
+    environ = {"HOME": "relative", "PATH": "/usr/bin"}
+    home.add_user_bin(environ)
+    assert environ["PATH"] == "/usr/bin"

@@ -130,11 +130,25 @@ def _add_user_site() -> None:
     sys.path[:] = [*before[:first_system], *added, *before[first_system:]]
 
 
+def add_user_bin(environ: MutableMapping[str, str]) -> None:
+    """Append ~/.local/bin, where pip puts a user's commands, to PATH, as home.sh does for the shells: so a
+    process started without a shell or the entrypoint (`docker exec CONTAINER pip ...`, a kernel) finds
+    them too, and its environment stays the one the entrypoint gives."""
+    home = environ.get("HOME", "")
+    if not os.path.isabs(home):
+        return
+    user_bin = os.path.join(home, ".local", "bin")
+    path = environ.get("PATH", "")
+    if user_bin not in path.split(os.pathsep):
+        environ["PATH"] = f"{path}{os.pathsep}{user_bin}" if path else user_bin
+
+
 def startup() -> None:
     """Run by pudev.pth at every interpreter start: never let a bad HOME stop Python starting."""
     try:
         if "HOME" in ensure():
             _add_user_site()
+        add_user_bin(os.environ)
     except Exception:  # start-up must go on whatever happens here
         return
 
