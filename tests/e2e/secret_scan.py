@@ -3,19 +3,20 @@
 Only layers made after the secret existed can hold it, so the scan reads the layers that an image
 has and an older image (built before the secret was made) lacks. On overlay2 each layer is a folder
 of the engine's storage, and `grep -rlF` reads it at disk speed. Elsewhere (another storage driver,
-or folders this user may not read) it falls back to `docker save`: one pass over its bytes, since
-layers in a save are plain tars that keep each file's bytes in one run, then a file-by-file walk
-only to name what was found."""
+or folders this user may not read, the containerd store) it falls back to `docker save`: one pass,
+file by file, over every layer uncompressed (the containerd store saves them gzipped) and over the
+config and manifests beside them."""
 
 from __future__ import annotations
 
 import subprocess
 import tarfile
 from pathlib import Path
+from typing import IO
 
 from overlay_layers import layer_folders
 
-from pudev.engine import docker
+from pudev.engine.layers import walk_save
 
 
 def new_layer_folders(image: str, older: str) -> list[Path] | None:
@@ -35,33 +36,32 @@ def grep_folders(folders: list[Path], needle: str) -> list[str]:
     return found.stdout.splitlines()
 
 
-def save_contains(image: str, needle: bytes) -> bool:
-    process = subprocess.Popen([docker.docker_cli(), "save", image], stdout=subprocess.PIPE, env=docker.docker_env())
-    assert process.stdout is not None
-    tail, found = b"", False
-    while chunk := process.stdout.read(1 << 22):
+def _holds(handle: IO[bytes], needle: bytes) -> bool:
+    tail = b""
+    while chunk := handle.read(1 << 22):
         window = tail + chunk
-        found = found or needle in window
+        if needle in window:
+            return True
         tail = window[-len(needle):]  # a needle split across two reads
-    assert process.wait() == 0
-    return found
+    return False
 
 
 def files_in_save(image: str, needle: bytes) -> list[str]:
-    process = subprocess.Popen([docker.docker_cli(), "save", image], stdout=subprocess.PIPE, env=docker.docker_env())
-    assert process.stdout is not None
+    """Every file of the save that holds `needle`: a layer's (uncompressed, on any store) or the config's and
+    manifests' (labels, environment, history)."""
     found = []
-    with tarfile.open(fileobj=process.stdout, mode="r|") as archive:
-        for member in archive:
-            handle = archive.extractfile(member) if member.isfile() else None
-            if handle is None or not (member.name.endswith("layer.tar") or member.name.startswith("blobs/")):
-                continue
-            with tarfile.open(fileobj=handle, mode="r|") as layer:
-                for entry in layer:
-                    data = layer.extractfile(entry) if entry.isfile() else None
-                    if data is not None and needle in data.read():
-                        found.append(f"{member.name}:{entry.name}")
-    process.wait()
+
+    def on_layer(name: str, layer: tarfile.TarFile) -> None:
+        for entry in layer:
+            data = layer.extractfile(entry) if entry.isfile() else None
+            if data is not None and _holds(data, needle):
+                found.append(f"{name}:{entry.name}")
+
+    def on_other(name: str, handle: IO[bytes]) -> None:
+        if _holds(handle, needle):
+            found.append(name)
+
+    walk_save(image, on_layer, on_other)
     return found
 
 
@@ -71,6 +71,4 @@ def find_secret(image: str, older: str, needle: str) -> tuple[list[str], int | N
     folders = new_layer_folders(image, older)
     if folders is not None:
         return grep_folders(folders, needle), len(folders)
-    if not save_contains(image, needle.encode()):
-        return [], None
-    return files_in_save(image, needle.encode()) or ["(in docker save's bytes)"], None
+    return files_in_save(image, needle.encode()), None

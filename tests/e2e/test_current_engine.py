@@ -4,20 +4,23 @@ builds and runs there, runs a command in that namespace, and `remove` leaves not
 
 The engine a maintainer already keeps (running, or stopped with its data) is used and left as it was; only
 an engine this test started is removed. What it stores here is one small stand-in, copied from the host's
-engine (`docker save` piped to `docker load`)."""
+engine (`docker save` piped to `docker load`), and two probes built on it."""
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from e2e_support import skip_or_fail
+from secret_scan import files_in_save
 
 from pudev.engine import docker
+from pudev.engine.layers import read_layers
 from pudev.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
@@ -97,3 +100,29 @@ def test_run_puts_a_command_beside_the_engine(current_engine: dict[str, str]) ->
     namespace, version = inside.stdout.split()
     assert namespace == os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
     assert version == _on(current_engine, "version", "--format", "{{.Server.Version}}").stdout.strip()
+
+
+def test_layers_and_secrets_read_through_the_save_on_the_containerd_store(
+        current_engine: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This store's `docker save` holds its layers gzipped, beside JSON blobs: pudev's layer listing and the suite's
+    secret scan read them all the same (a raw byte search would find nothing in them)."""
+    if _on(current_engine, "image", "inspect", SMALL).returncode != 0:
+        saved = subprocess.Popen([docker.docker_cli(), "save", SMALL], stdout=subprocess.PIPE)
+        _on(current_engine, "load", stdin=saved.stdout.fileno() if saved.stdout else None)
+        assert saved.wait(timeout=600) == 0
+    needle = secrets.token_hex(16)
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {SMALL}\nRUN printf '%s%s' '{needle[:9]}' '{needle[9:]}' > /etc/leak && rm -r /usr/share/doc\n"
+        f"LABEL org.pudev.test.leak={needle}\n")
+    tag = "pudev-current-engine-leak:latest"
+    assert _on(current_engine, "build", "--tag", tag, str(tmp_path)).returncode == 0
+    for name in ("DOCKER_HOST", "DOCKER_CONFIG"):
+        monkeypatch.setenv(name, current_engine[name])
+    try:
+        listed = read_layers(tag)
+        assert listed[-1].files.get("/etc/leak") == len(needle) and listed[-1].deleted == ["/usr/share/doc"], listed
+        found = files_in_save(tag, needle.encode())
+        assert [name.rsplit(":", 1)[1] for name in found if ":" in name] == ["etc/leak"], found
+        assert [name for name in found if ":" not in name], f"the label's config was not read: {found}"
+    finally:
+        _on(current_engine, "rmi", tag)

@@ -1,13 +1,18 @@
-"""Layer waste detection on recorded layer listings (the e2e test reads a real image)."""
+"""Layer waste detection on recorded layer listings, and `docker save`'s output read as each store writes it
+(the e2e tests read real images)."""
 
 from __future__ import annotations
 
+import gzip
 import io
+import json
 import tarfile
+from pathlib import Path
 
 import pytest
 
-from pudev.engine.layers import Layer, _read_layer, find_waste
+from pudev.common.errors import PudevError
+from pudev.engine.layers import Layer, _read_layer, find_waste, read_layers
 
 
 def _layer(index: int, files: dict[str, int] | None = None, deleted: list[str] | None = None,
@@ -66,3 +71,58 @@ def test_top_level_dot_names_keep_their_dot() -> None:
     assert layer.deleted == ["/opt"]
     assert layer.files == {"/.bashrc": 3}
     assert layer.opaque == ["/a"]
+
+
+def _save(path: Path, blobs: dict[str, bytes], layers: list[str]) -> None:
+    """A `docker save` archive as Docker 25+ writes it: blobs, and manifest.json last."""
+    with tarfile.open(path, "w") as archive:
+        for name, data in [*blobs.items(), ("manifest.json", json.dumps([{"Layers": layers}]).encode())]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+
+
+def _layer_bytes(*entries: tuple[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in entries:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def saved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The archive a fake `docker save` prints."""
+    archive = tmp_path / "save.tar"
+    client = tmp_path / "docker"
+    client.write_text(f"#!/bin/sh\ncat {archive}\n")
+    client.chmod(0o755)
+    monkeypatch.setenv("PUDEV_DOCKER", str(client))
+    return archive
+
+
+def test_a_save_is_read_with_gzipped_and_plain_layers_beside_json(saved: Path) -> None:
+    """The containerd store saves its layers gzipped, overlay2 as plain tars; configs and indexes are JSON."""
+    _save(saved, {"blobs/sha256/config": b'{"config": {}}',
+                  "blobs/sha256/zipped": gzip.compress(_layer_bytes(("etc/a", b"abc"), ("usr/.wh.doc", b""))),
+                  "blobs/sha256/plain": _layer_bytes(("etc/b", b"b"))},
+          ["blobs/sha256/zipped", "blobs/sha256/plain"])
+    layers = read_layers("probe")
+    assert [(layer.index, layer.files, layer.deleted) for layer in layers] == [
+        (0, {"/etc/a": 3}, ["/usr/doc"]), (1, {"/etc/b": 1}, [])]
+
+
+def test_a_zstd_layer_is_refused_in_one_line(saved: Path) -> None:
+    _save(saved, {"blobs/sha256/zstd": b"\x28\xb5\x2f\xfd" + b"\0" * 64}, ["blobs/sha256/zstd"])
+    with pytest.raises(PudevError) as raised:
+        read_layers("probe")
+    assert "zstd" in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_save_cut_short_is_one_line(saved: Path) -> None:
+    saved.write_bytes(b"")
+    with pytest.raises(PudevError) as raised:
+        read_layers("probe")
+    assert "docker save probe" in str(raised.value) and "not an image archive" in str(raised.value)

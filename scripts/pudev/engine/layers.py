@@ -5,17 +5,22 @@ layer's size and the step that made it, as `docker history` lists them."""
 
 from __future__ import annotations
 
+import io
 import json
 import posixpath
 import subprocess
 import tarfile
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any, Literal
 
 from pudev.common.errors import PudevError
 from pudev.engine import docker, images
 
 WHITEOUT = ".wh."
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 OPAQUE = ".wh..wh..opq"
 
 
@@ -60,31 +65,68 @@ def _read_layer(index: int, stream: tarfile.TarFile) -> Layer:
     return layer
 
 
-def read_layers(image: str) -> list[Layer]:
-    """Every layer of `image`, bottom first, without writing the archive to disk."""
+def _layer_mode(handle: IO[bytes]) -> Literal["r|gz", "r|"] | None:
+    """How to open a saved blob as a layer: a plain tar (overlay2's saves) or gzip (the containerd store
+    keeps its blobs compressed); None for the JSON beside them (configs, manifests, indexes)."""
+    start = handle.peek(4)[:4] if isinstance(handle, io.BufferedReader) else b""
+    if start.startswith(GZIP_MAGIC):
+        return "r|gz"
+    if start.startswith(ZSTD_MAGIC):
+        raise PudevError("a layer in `docker save`'s output is zstd-compressed, which pudev cannot read: "
+                         "pull or build the image again with gzip layers (the engine's default)")
+    return None if start.startswith(b"{") else "r|"
+
+
+def walk_save(image: str, on_layer: Callable[[str, tarfile.TarFile], None],
+              on_other: Callable[[str, IO[bytes]], None] | None = None) -> list[str]:
+    """Stream `docker save image` once, without writing it to disk: `on_layer(name, tar)` for each layer blob,
+    uncompressed, and `on_other(name, file)` for every other file (the config and manifests). Returns the
+    layers' names, bottom first, as the save's manifest lists them."""
     process = subprocess.Popen([docker.docker_cli(), "save", image], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env=docker.docker_env())
     assert process.stdout is not None
-    by_name: dict[str, Layer] = {}
     manifest: list[dict[str, object]] = []
-    with tarfile.open(fileobj=process.stdout, mode="r|") as archive:
-        for member in archive:
-            handle = archive.extractfile(member) if member.isfile() else None
-            if handle is None:
-                continue
-            if member.name == "manifest.json":
-                manifest = json.loads(handle.read())
-            elif member.name.endswith("layer.tar") or member.name.startswith("blobs/"):
-                with tarfile.open(fileobj=handle, mode="r|") as inner:
-                    by_name[member.name] = _read_layer(0, inner)
-    _, stderr = process.communicate()
-    if process.returncode != 0 or not manifest:
-        raise PudevError(f"`docker save {image}` failed: {docker.last_line(stderr.decode())}")
+    unreadable = ""
+    try:
+        with tarfile.open(fileobj=process.stdout, mode="r|") as archive:
+            for member in archive:
+                handle = archive.extractfile(member) if member.isfile() else None
+                if handle is None:
+                    continue
+                mode = _layer_mode(handle) if member.name.endswith("layer.tar") or \
+                    member.name.startswith("blobs/") else None
+                if mode is not None:
+                    with tarfile.open(fileobj=handle, mode=mode) as inner:
+                        on_layer(member.name, inner)
+                    continue
+                if member.name == "manifest.json":
+                    manifest = json.loads(handle.read())
+                elif on_other is not None:
+                    on_other(member.name, handle)
+    except (tarfile.TarError, EOFError, zlib.error) as error:
+        unreadable = str(error)  # a save cut short: its own error, on stderr, says why
+    finally:
+        process.stdout.close()
+        _, stderr = process.communicate()
+    if process.returncode != 0 or not manifest or unreadable:
+        said = stderr.decode().strip()
+        why = docker.last_line(said) if said else f"its output is not an image archive ({unreadable or 'no manifest'})"
+        raise PudevError(f"`docker save {image}` failed: {why}")
     names = manifest[0]["Layers"]
     assert isinstance(names, list)
+    return [str(name) for name in names]
+
+
+def read_layers(image: str) -> list[Layer]:
+    """Every layer of `image`, bottom first."""
+    by_name: dict[str, Layer] = {}
+
+    def on_layer(name: str, inner: tarfile.TarFile) -> None:
+        by_name[name] = _read_layer(0, inner)
+
     layers = []
-    for index, name in enumerate(names):
-        layer = by_name.get(str(name), Layer(index))
+    for index, name in enumerate(walk_save(image, on_layer)):
+        layer = by_name.get(name, Layer(index))
         layer.index = index
         layers.append(layer)
     return layers
