@@ -16,6 +16,7 @@
 #   PUDEV_DEBIAN_ARCHIVE  the Debian archive to fetch sid from (default: the host's own apt source)
 #   PUDEV_DOCKER          the host's docker client (default: docker)
 #   PUDEV_CURRENT_ENGINE_CACHE  the cap on its build cache (default: 20GB)
+#   PUDEV_CURRENT_ENGINE_DIR    its data root on the host (default: /var/lib/pudev/current-engine)
 set -eu
 
 STATE=${PUDEV_CURRENT_ENGINE_DIR:-/var/lib/pudev/current-engine}

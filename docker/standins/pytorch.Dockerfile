@@ -1,6 +1,8 @@
 # Stand-in for pytorch/pytorch:2.5.1-*-runtime (up to 2.9): the same layout (Python with its headers under /opt/conda,
 # WORKDIR /workspace, NVIDIA_* environment, no compiler, no /usr/local/cuda) with
 # real CUDA builds of torch and torchvision from the default package index.
+# The venv sees the system's (empty) site-packages only so that Python's user site stays on, as in
+# conda's Python: a user who cannot write /opt/conda gets pip's user install, as on the real base.
 # Built by `pudev standins` for machines that cannot reach Docker Hub; never published.
 ARG OS_IMAGE
 FROM ${OS_IMAGE}
@@ -14,7 +16,7 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
     --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
     apt-get update -q \
     && apt-get install -y -q --no-install-recommends ca-certificates "python${PYTHON_VERSION}-venv" "python${PYTHON_VERSION}-dev" \
-    && "python${PYTHON_VERSION}" -m venv /opt/conda
+    && "python${PYTHON_VERSION}" -m venv --system-site-packages /opt/conda
 
 ENV PATH=/opt/conda/bin:/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     NVIDIA_VISIBLE_DEVICES=all \

@@ -64,11 +64,8 @@ folder = os.path.join(torch.hub.get_dir(), "checkpoints")
 os.makedirs(folder, exist_ok=True)
 torch.save({{"weight": torch.ones(2)}}, os.path.join(folder, "{WEIGHTS_URL.rsplit("/", 1)[1]}"))
 """
-HUB_PREFIX = "/tmp/hub-prefix"  # where the hub goes without a user site (the stand-ins' venv)
 CELL = f"""\
-import glob, json, os, site
-for folder in glob.glob("{HUB_PREFIX}/lib/python3*/site-packages"):
-    site.addsitedir(folder)
+import json, os
 import torch, torchvision, pandas, cv2, matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -185,17 +182,14 @@ def _asked(log: Path) -> list[dict[str, str]]:
 
 def _install_as_a_user(user: TrackedContainer) -> None:
     """pip (a package, one that wants another torch, huggingface_hub), uv, apt, and the hub's weights."""
-    probe = user.exec(["pip", "install", "--target", "/tmp/pip-target", "pudev-blocked-probe"], timeout=300)
+    # pip's own default for a user who cannot write the environment: the user site.
+    probe = user.exec(["pip", "install", "pudev-blocked-probe"], timeout=300)
     assert probe.returncode == 0, probe.stdout[-1500:] + probe.stderr[-1500:]
-    refused = user.exec(["pip", "install", "--target", "/tmp/pip-target", "pudev-wants-other-torch"], timeout=300)
+    refused = user.exec(["pip", "install", "pudev-wants-other-torch"], timeout=300)
     said = refused.stdout + refused.stderr  # pip's report is INFO, on stdout
     assert refused.returncode != 0 and "pudev: pudev-wants-other-torch 1.0 wants torch==0.0.1" in said, said
-    # In a terminal's shell, as a user would: into the user site, pip's own default there, whose
-    # commands folder the shell has on PATH (pip warns otherwise); a venv has none, so a prefix.
-    user_site = user.exec(["python", "-c", "import site; print(site.ENABLE_USER_SITE)"], timeout=60).stdout
-    hub_install = ("pip install huggingface_hub" if user_site.strip() == "True" else
-                   f"PATH=$PATH:{HUB_PREFIX}/bin pip install --prefix {HUB_PREFIX} huggingface_hub")
-    hub = user.exec(["zsh", "-c", hub_install], timeout=300)
+    # In a terminal's shell, as a user would; its commands land in ~/.local/bin, which the shell has on PATH.
+    hub = user.exec(["zsh", "-c", "pip install huggingface_hub && command -v huggingface-cli"], timeout=300)
     assert hub.returncode == 0, hub.stdout[-1500:] + hub.stderr[-1500:]
     # The image ships uv's settings, not uv: the user's own `pip install uv` puts this same binary on PATH.
     copied = docker.run(["cp", str(UV), f"{user.name}:/usr/local/bin/uv"], check=False, timeout=60)

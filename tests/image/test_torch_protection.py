@@ -43,9 +43,11 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return wheels
 
 
-def test_without_the_constraint_pip_would_swap_torch(wheelhouse: Path) -> None:
-    result = _pip("install", "--dry-run", "--no-index", "--find-links", str(wheelhouse), "wants-old-torch",
-                  cwd=wheelhouse, constraints=False)
+def test_without_the_constraint_pip_would_swap_torch(wheelhouse: Path, tmp_path: Path) -> None:
+    """Into a folder of its own: where this user installs into the user site over a venv's torch (the 2024
+    line's stand-in base), pip refuses for another reason (that site would lack precedence)."""
+    result = _pip("install", "--dry-run", "--no-index", "--find-links", str(wheelhouse), "--target", str(tmp_path),
+                  "wants-old-torch", cwd=wheelhouse, constraints=False)
     assert result.returncode == 0, result.stderr
     assert "torch-2.0.0" in result.stdout  # the negative control: this is what the constraint prevents
 
