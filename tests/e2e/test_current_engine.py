@@ -104,18 +104,20 @@ def test_run_puts_a_command_beside_the_engine(current_engine: dict[str, str]) ->
 
 def test_layers_and_secrets_read_through_the_save_on_the_containerd_store(
         current_engine: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """This store's `docker save` holds its layers gzipped, beside JSON blobs: pudev's layer listing and the suite's
-    secret scan read them all the same (a raw byte search would find nothing in them)."""
+    """This store's `docker save` holds a built layer gzipped (a loaded one as it was loaded), beside JSON blobs:
+    pudev's layer listing and the suite's secret scan read them all the same (a raw byte search would find
+    nothing in them)."""
     if _on(current_engine, "image", "inspect", SMALL).returncode != 0:
         saved = subprocess.Popen([docker.docker_cli(), "save", SMALL], stdout=subprocess.PIPE)
-        _on(current_engine, "load", stdin=saved.stdout.fileno() if saved.stdout else None)
-        assert saved.wait(timeout=600) == 0
+        loaded = _on(current_engine, "load", stdin=saved.stdout.fileno() if saved.stdout else None)
+        assert saved.wait(timeout=600) == 0 and loaded.returncode == 0, loaded.stderr
     needle = secrets.token_hex(16)
     (tmp_path / "Dockerfile").write_text(
-        f"FROM {SMALL}\nRUN printf '%s%s' '{needle[:9]}' '{needle[9:]}' > /etc/leak && rm -r /usr/share/doc\n"
+        f"FROM {SMALL}\nRUN printf '%s' '{needle}' > /etc/leak && rm -r /usr/share/doc\n"
         f"LABEL org.pudev.test.leak={needle}\n")
     tag = "pudev-current-engine-leak:latest"
-    assert _on(current_engine, "build", "--tag", tag, str(tmp_path)).returncode == 0
+    built = _on(current_engine, "build", "--tag", tag, str(tmp_path))
+    assert built.returncode == 0, built.stderr[-2000:]
     for name in ("DOCKER_HOST", "DOCKER_CONFIG"):
         monkeypatch.setenv(name, current_engine[name])
     try:

@@ -215,13 +215,12 @@ def test_no_secret_material_in_any_layer(unique_ca_bundle: tuple[Path, str], fau
 
 def test_the_secret_scan_finds_what_a_layer_holds(unique_ca_bundle: tuple[Path, str], standins: None) -> None:
     """The scan above can fail: an image that does carry the needle, in a layer a later one deletes, is caught,
-    by the layer folders and by the `docker save` fallback, which reads the config too (a label here); on the
-    small OS stand-in: the scan is what is proven. The RUN step writes the needle in two halves, so the step's
-    own line in the history does not hold it."""
+    by the layer folders and by the `docker save` fallback, which reads the config too (the label, and the
+    history that names it); on the small OS stand-in: the scan is what is proven."""
     _, needle = unique_ca_bundle
     probe, os_image = "pudev-secret-probe:leaky", load_standins()[0].image
-    dockerfile = (f"FROM {os_image}\nRUN printf '%s%s' '{needle[:20]}' '{needle[20:]}' > /etc/leak && chmod 0 /etc/leak"
-                  f"\nRUN rm /etc/leak\nLABEL org.pudev.test.leak={needle}\n")
+    dockerfile = (f"FROM {os_image}\nRUN printf '%s' '{needle}' > /etc/leak && chmod 0 /etc/leak\nRUN rm /etc/leak\n"
+                  f"LABEL org.pudev.test.leak={needle}\n")
     subprocess.run([docker.docker_cli(), "build", "--quiet", "-t", probe, "-"], input=dockerfile, text=True,
                    capture_output=True, check=True, env=docker.docker_env())
     try:

@@ -174,23 +174,43 @@ def _wheel(directory: Path) -> Path:
     return wheel
 
 
-def test_pip_install_works(tmp_path: Path) -> None:
+REMOVE_PROBE = """\
+import importlib.metadata, os
+try:
+    found = importlib.metadata.distribution("pudev-anyuser-probe")
+except importlib.metadata.PackageNotFoundError:
+    raise SystemExit
+paths = [found.locate_file(entry) for entry in found.files or []]
+for path in paths:
+    if os.path.isfile(path):
+        os.remove(path)
+for folder in sorted({os.path.dirname(path) for path in paths}, key=len, reverse=True):
+    if folder.endswith(".dist-info") and os.path.isdir(folder):
+        os.rmdir(folder)
+"""
+
+
+@pytest.mark.parametrize("home", ["given", "/"])
+def test_pip_install_works(tmp_path: Path, home: str) -> None:
     """Into the environment where this user may write it, else into ~/.local: pip's own fallback, which
     conda's Python and the system's both allow (a base whose Python leaves the user site off strands the
-    user: nothing installs without root)."""
+    user: nothing installs without root). Also from HOME=/, docker's HOME for a nameless uid: the install
+    lands under the HOME the image picks, and Python finds it there."""
+    env = dict(os.environ) if home == "given" else _env({"HOME": "/"})
     _wheel(tmp_path)
     writable = os.access(sysconfig.get_paths()["purelib"], os.W_OK)
     assert writable or site.ENABLE_USER_SITE, f"{sys.prefix} is read-only to uid {os.getuid()} and the user site is off"
+    probe = [sys.executable, "-c", "import pudev_anyuser_probe as p; print(p.WORKS)"]
+    assert _run(probe, env=env).returncode != 0, "the probe is installed already: a stale copy would prove nothing"
     install = _run([sys.executable, "-m", "pip", "install", "--no-index", "--find-links", str(tmp_path),
-                    "pudev-anyuser-probe"], timeout=300)
+                    "pudev-anyuser-probe"], env=env, timeout=300)
     try:
         assert install.returncode == 0, install.stdout[-1500:] + install.stderr[-1500:]
-        # Also from HOME=/: a user install lands under the fixed HOME, and Python finds it there.
-        for env in (dict(os.environ), _env({"HOME": "/"})):
-            imported = _run([sys.executable, "-c", "import pudev_anyuser_probe as p; print(p.WORKS)"], env=env)
-            assert imported.stdout.strip() == "True", imported.stderr[-1500:]
+        imported = _run(probe, env=env)
+        assert imported.stdout.strip() == "True", imported.stderr[-1500:]
     finally:
-        _run([sys.executable, "-m", "pip", "uninstall", "-y", "pudev-anyuser-probe"], timeout=300)
+        # By its own record: pip in a venv will not uninstall from the user site ("outside environment").
+        _run([sys.executable, "-c", REMOVE_PROBE], env=env)
 
 
 def test_workspace_is_writable_through_group_0() -> None:

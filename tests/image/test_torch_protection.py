@@ -44,8 +44,9 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_without_the_constraint_pip_would_swap_torch(wheelhouse: Path, tmp_path: Path) -> None:
-    """Into a folder of its own: where this user installs into the user site over a venv's torch (the 2024
-    line's stand-in base), pip refuses for another reason (that site would lack precedence)."""
+    """What the wheelhouse resolves to without the constraint: another torch. Into a folder of its own, which
+    leaves the installed torch out of pip's resolution: into the user site over a venv's torch (the 2024
+    line's stand-in base) pip refuses for another reason (that site would lack precedence)."""
     result = _pip("install", "--dry-run", "--no-index", "--find-links", str(wheelhouse), "--target", str(tmp_path),
                   "wants-old-torch", cwd=wheelhouse, constraints=False)
     assert result.returncode == 0, result.stderr

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pudev.common.errors import PudevError
-from pudev.engine.layers import Layer, _read_layer, find_waste, read_layers
+from pudev.engine.layers import Layer, _read_layer, find_waste, read_layers, walk_save
 
 
 def _layer(index: int, files: dict[str, int] | None = None, deleted: list[str] | None = None,
@@ -104,14 +104,28 @@ def saved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_save_is_read_with_gzipped_and_plain_layers_beside_json(saved: Path) -> None:
-    """The containerd store saves its layers gzipped, overlay2 as plain tars; configs and indexes are JSON."""
+    """The containerd store saves a built layer gzipped (here in two gzip members, as eStargz writes them),
+    overlay2 as a plain tar; configs and indexes are JSON; a blob listed twice is listed at each place."""
+    zipped = _layer_bytes(("etc/a", b"abc"), ("usr/.wh.doc", b""))
     _save(saved, {"blobs/sha256/config": b'{"config": {}}',
-                  "blobs/sha256/zipped": gzip.compress(_layer_bytes(("etc/a", b"abc"), ("usr/.wh.doc", b""))),
-                  "blobs/sha256/plain": _layer_bytes(("etc/b", b"b"))},
-          ["blobs/sha256/zipped", "blobs/sha256/plain"])
+                  "blobs/sha256/zipped": gzip.compress(zipped[:512]) + gzip.compress(zipped[512:]),
+                  "blobs/sha256/plain": _layer_bytes(("etc/b", b"b")),
+                  "blobs/sha256/empty": b""},
+          ["blobs/sha256/zipped", "blobs/sha256/plain", "blobs/sha256/empty", "blobs/sha256/plain"])
     layers = read_layers("probe")
     assert [(layer.index, layer.files, layer.deleted) for layer in layers] == [
-        (0, {"/etc/a": 3}, ["/usr/doc"]), (1, {"/etc/b": 1}, [])]
+        (0, {"/etc/a": 3}, ["/usr/doc"]), (1, {"/etc/b": 1}, []), (2, {}, []), (3, {"/etc/b": 1}, [])]
+
+
+def test_the_walk_hands_every_other_file_on(saved: Path) -> None:
+    """The config and manifest.json too: a secret in a label or the history is in them."""
+    _save(saved, {"blobs/sha256/config": b'{"config": {"Labels": {"x": "y"}}}',
+                  "blobs/sha256/plain": _layer_bytes(("etc/b", b"b"))}, ["blobs/sha256/plain"])
+    others: dict[str, bytes] = {}
+    layers: list[str] = []
+    walk_save("probe", lambda name, _: layers.append(name), lambda name, handle: others.update({name: handle.read()}))
+    assert layers == ["blobs/sha256/plain"]
+    assert set(others) == {"blobs/sha256/config", "manifest.json"} and b'"Labels"' in others["blobs/sha256/config"]
 
 
 def test_a_zstd_layer_is_refused_in_one_line(saved: Path) -> None:

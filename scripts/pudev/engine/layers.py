@@ -5,6 +5,7 @@ layer's size and the step that made it, as `docker history` lists them."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import posixpath
@@ -12,8 +13,8 @@ import subprocess
 import tarfile
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import IO, Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import IO, Any
 
 from pudev.common.errors import PudevError
 from pudev.engine import docker, images
@@ -21,6 +22,7 @@ from pudev.engine import docker, images
 WHITEOUT = ".wh."
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+TAR_MAGIC, TAR_MAGIC_AT = b"ustar", 257  # POSIX, GNU and PAX headers all carry it
 OPAQUE = ".wh..wh..opq"
 
 
@@ -65,23 +67,27 @@ def _read_layer(index: int, stream: tarfile.TarFile) -> Layer:
     return layer
 
 
-def _layer_mode(handle: IO[bytes]) -> Literal["r|gz", "r|"] | None:
-    """How to open a saved blob as a layer: a plain tar (overlay2's saves) or gzip (the containerd store
-    keeps its blobs compressed); None for the JSON beside them (configs, manifests, indexes)."""
-    start = handle.peek(4)[:4] if isinstance(handle, io.BufferedReader) else b""
+def _open_layer(handle: IO[bytes]) -> tarfile.TarFile | None:
+    """A saved blob opened as a layer, uncompressed: a plain tar (overlay2's saves) or gzip (what the
+    containerd store keeps for a built or pulled layer); None for anything else (configs, manifests, indexes)."""
+    assert isinstance(handle, io.BufferedReader), "tarfile's member files can be peeked"
+    start = handle.peek(TAR_MAGIC_AT + len(TAR_MAGIC))
     if start.startswith(GZIP_MAGIC):
-        return "r|gz"
+        # GzipFile, not tarfile's "r|gz": a layer may be several gzip members in a row (eStargz).
+        return tarfile.open(fileobj=gzip.GzipFile(fileobj=handle), mode="r|")
     if start.startswith(ZSTD_MAGIC):
         raise PudevError("a layer in `docker save`'s output is zstd-compressed, which pudev cannot read: "
                          "pull or build the image again with gzip layers (the engine's default)")
-    return None if start.startswith(b"{") else "r|"
+    if start[TAR_MAGIC_AT:TAR_MAGIC_AT + len(TAR_MAGIC)] == TAR_MAGIC:
+        return tarfile.open(fileobj=handle, mode="r|")
+    return None  # JSON, or an empty layer: nothing to list
 
 
 def walk_save(image: str, on_layer: Callable[[str, tarfile.TarFile], None],
               on_other: Callable[[str, IO[bytes]], None] | None = None) -> list[str]:
     """Stream `docker save image` once, without writing it to disk: `on_layer(name, tar)` for each layer blob,
-    uncompressed, and `on_other(name, file)` for every other file (the config and manifests). Returns the
-    layers' names, bottom first, as the save's manifest lists them."""
+    uncompressed, and `on_other(name, file)` for every other file (the config, manifest.json, the OCI index
+    and manifests). Returns the layers' names, bottom first, as manifest.json lists them."""
     process = subprocess.Popen([docker.docker_cli(), "save", image], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env=docker.docker_env())
     assert process.stdout is not None
@@ -93,43 +99,44 @@ def walk_save(image: str, on_layer: Callable[[str, tarfile.TarFile], None],
                 handle = archive.extractfile(member) if member.isfile() else None
                 if handle is None:
                     continue
-                mode = _layer_mode(handle) if member.name.endswith("layer.tar") or \
-                    member.name.startswith("blobs/") else None
-                if mode is not None:
-                    with tarfile.open(fileobj=handle, mode=mode) as inner:
-                        on_layer(member.name, inner)
+                is_blob = member.name.endswith("layer.tar") or member.name.startswith("blobs/")
+                layer = _open_layer(handle) if is_blob else None
+                if layer is not None:
+                    with layer:
+                        on_layer(member.name, layer)
                     continue
                 if member.name == "manifest.json":
-                    manifest = json.loads(handle.read())
-                elif on_other is not None:
+                    data = handle.read()
+                    manifest = json.loads(data)
+                    handle = io.BufferedReader(io.BytesIO(data))
+                if on_other is not None:
                     on_other(member.name, handle)
-    except (tarfile.TarError, EOFError, zlib.error) as error:
-        unreadable = str(error)  # a save cut short: its own error, on stderr, says why
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile, ValueError) as error:
+        unreadable = str(error) or type(error).__name__
     finally:
-        process.stdout.close()
+        process.stdout.close()  # a walk stopped early ends the save with a broken pipe
         _, stderr = process.communicate()
     if process.returncode != 0 or not manifest or unreadable:
-        said = stderr.decode().strip()
-        why = docker.last_line(said) if said else f"its output is not an image archive ({unreadable or 'no manifest'})"
-        raise PudevError(f"`docker save {image}` failed: {why}")
+        parts = [f"its output is not an image archive ({unreadable or 'no manifest.json'})"] \
+            if unreadable or not manifest else []
+        if stderr.strip():
+            parts.append(docker.last_line(stderr.decode()))
+        raise PudevError(f"`docker save {image}` failed: {'; '.join(parts) or 'it exited ' + str(process.returncode)}")
     names = manifest[0]["Layers"]
     assert isinstance(names, list)
     return [str(name) for name in names]
 
 
 def read_layers(image: str) -> list[Layer]:
-    """Every layer of `image`, bottom first."""
+    """Every layer of `image`, bottom first (a blob the manifest lists twice, such as an empty layer, is
+    listed at each place)."""
     by_name: dict[str, Layer] = {}
 
     def on_layer(name: str, inner: tarfile.TarFile) -> None:
         by_name[name] = _read_layer(0, inner)
 
-    layers = []
-    for index, name in enumerate(walk_save(image, on_layer)):
-        layer = by_name.get(name, Layer(index))
-        layer.index = index
-        layers.append(layer)
-    return layers
+    return [replace(by_name.get(name, Layer(0)), index=index)
+            for index, name in enumerate(walk_save(image, on_layer))]
 
 
 def _hidden_by(path: str, later: Layer) -> bool:
