@@ -76,10 +76,18 @@ def test_it_is_a_current_engine_with_the_containerd_store_and_buildx(current_eng
     assert host != version, "the host's engine answered where the current one should"
 
 
-def test_it_builds_and_runs_on_its_own_bridge(current_engine: dict[str, str], tmp_path: Path) -> None:
-    saved = subprocess.Popen([docker.docker_cli(), "save", SMALL], stdout=subprocess.PIPE)
-    loaded = _on(current_engine, "load", stdin=saved.stdout.fileno() if saved.stdout else None)
-    assert saved.wait(timeout=600) == 0 and loaded.returncode == 0, loaded.stderr
+@pytest.fixture(scope="module")
+def small_on_engine(current_engine: dict[str, str]) -> dict[str, str]:
+    """The current engine's environment, with SMALL copied in from the host's engine."""
+    if _on(current_engine, "image", "inspect", SMALL).returncode != 0:
+        saved = subprocess.Popen([docker.docker_cli(), "save", SMALL], stdout=subprocess.PIPE)
+        loaded = _on(current_engine, "load", stdin=saved.stdout.fileno() if saved.stdout else None)
+        assert saved.wait(timeout=600) == 0 and loaded.returncode == 0, loaded.stderr
+    return current_engine
+
+
+def test_it_builds_and_runs_on_its_own_bridge(small_on_engine: dict[str, str], tmp_path: Path) -> None:
+    current_engine = small_on_engine
     (tmp_path / "Dockerfile").write_text(f"FROM {SMALL}\nRUN echo built-by-buildkit > /etc/pudev-current-engine\n")
     tag = "pudev-current-engine-probe:latest"
     built = _on(current_engine, "build", "--tag", tag, str(tmp_path))
@@ -103,14 +111,11 @@ def test_run_puts_a_command_beside_the_engine(current_engine: dict[str, str]) ->
 
 
 def test_layers_and_secrets_read_through_the_save_on_the_containerd_store(
-        current_engine: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        small_on_engine: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """This store's `docker save` holds a built layer gzipped (a loaded one as it was loaded), beside JSON blobs:
     pudev's layer listing and the suite's secret scan read them all the same (a raw byte search would find
     nothing in them)."""
-    if _on(current_engine, "image", "inspect", SMALL).returncode != 0:
-        saved = subprocess.Popen([docker.docker_cli(), "save", SMALL], stdout=subprocess.PIPE)
-        loaded = _on(current_engine, "load", stdin=saved.stdout.fileno() if saved.stdout else None)
-        assert saved.wait(timeout=600) == 0 and loaded.returncode == 0, loaded.stderr
+    current_engine = small_on_engine
     needle = secrets.token_hex(16)
     (tmp_path / "Dockerfile").write_text(
         f"FROM {SMALL}\nRUN printf '%s' '{needle}' > /etc/leak && rm -r /usr/share/doc\n"

@@ -20,10 +20,10 @@ from pudev.common.errors import PudevError
 from pudev.engine import docker, images
 
 WHITEOUT = ".wh."
+OPAQUE = ".wh..wh..opq"
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 TAR_MAGIC, TAR_MAGIC_AT = b"ustar", 257  # POSIX, GNU and PAX headers all carry it
-OPAQUE = ".wh..wh..opq"
 
 
 @dataclass
