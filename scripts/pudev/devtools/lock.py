@@ -39,6 +39,13 @@ def uv_command() -> str:
     return found
 
 
+def uv_compile(*args: str) -> list[str]:
+    """`uv pip compile ARGS`. uv first looks for an interpreter of --python-version and, finding none,
+    downloads one from GitHub; a resolution needs none (it reads metadata for that version), and behind
+    a blocked network each try waits on its timeout."""
+    return [uv_command(), "pip", "compile", "--no-python-downloads", *args]
+
+
 def base_packages(image: str) -> list[str]:
     """NAME==VERSION for every distribution the base image ships (torch's family left out)."""
     try:
@@ -68,14 +75,13 @@ def compile_lock(source: Path, target: Path, *, python: str, platform: str, cons
             # uv keeps the pins already in its output file: adding a package adds it (and what it
             # needs) without moving every other pin to today's release.
             shutil.copyfile(target, output)
-        command = [
-            uv_command(), "pip", "compile", str(source),
-            "--generate-hashes", "--quiet", "--python-version", python,
+        command = uv_compile(
+            str(source), "--generate-hashes", "--quiet", "--python-version", python,
             "--python-platform", PLATFORM_TAGS[platform],
             "--custom-compile-command", "make lock",
             "--constraint", str(constraint_file),
             "--output-file", str(output),
-        ]
+        )
         result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             last = (result.stderr.strip().splitlines() or ["no output"])[-1]

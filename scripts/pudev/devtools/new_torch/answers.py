@@ -18,7 +18,7 @@ import tomllib
 from pudev.common.errors import PudevError
 from pudev.common.variant import cuda_tag
 from pudev.common.versions import release
-from pudev.devtools.lock import PLATFORM_TAGS, uv_command
+from pudev.devtools.lock import PLATFORM_TAGS, uv_compile
 from pudev.paths import REPO_ROOT
 from pudev.registry.client import RegistryClient
 
@@ -67,11 +67,10 @@ def _pylock(requirements: Iterable[str], *, platform: str, python: str, index: s
     user's own settings, a mirror included) or on `index` alone; None when the index lacks them. Only
     metadata is read, never the wheels."""
     wanted = " ".join(requirements)
-    command = [uv_command(), "pip", "compile", "-", "--quiet", "--no-header", "--format", "pylock.toml",
-               "--python-version", python, "--python-platform", PLATFORM_TAGS[platform],
-               *(["--index-url", index] if index else []), *([] if with_deps else ["--no-deps"])]
+    command = uv_compile("-", "--quiet", "--no-header", "--format", "pylock.toml", "--python-version", python,
+                         "--python-platform", PLATFORM_TAGS[platform], *(["--index-url", index] if index else []),
+                         *([] if with_deps else ["--no-deps"]))
     environment = {name: value for name, value in os.environ.items() if not (index and name in _EXTRA_INDEXES)}
-    environment["UV_PYTHON_DOWNLOADS"] = "never"
     result = subprocess.run(command, input="\n".join(requirements) + "\n", capture_output=True, text=True,
                             check=False, cwd=REPO_ROOT, env=environment, timeout=300)
     if result.returncode != 0:
