@@ -110,7 +110,10 @@ def test_times_markdown(report: dict[str, Any]) -> str:
     """The docs' test-time table: the run against the budget, then the files that cost a minute or more."""
     total, budget, box = float(report["total_s"]), float(report["budget_s"]), report["machine"]
     outcomes = ", ".join(f"{count} {name}" for name, count in sorted(report["outcomes"].items()))
-    lines = [f"Measured {report['date']} on {box['cpus']} CPUs and {box['memory_gib']} GiB "
+    engine = box.get("engine") or {}
+    on_engine = f", Docker {engine['server']} ({engine['storage_driver']}, {engine['image_store']} image store)" \
+        if engine else ""
+    lines = [f"Measured {report['date']} on {box['cpus']} CPUs and {box['memory_gib']} GiB{on_engine} "
              f"(`{REPORT}`): {report['tests']} tests ({outcomes}) in **{_minutes(total)}**, "
              f"{100 * total / budget:.0f}% of the {_minutes(budget)} budget for `.ci/run`.",
              ""]

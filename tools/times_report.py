@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import subprocess
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -45,7 +46,24 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     return {"cpus": os.cpu_count() or 0, "memory_gib": round(memory / 1024**3, 1), "cpu_model": model,
-            "kernel": platform.release(), "python": platform.python_version()}
+            "kernel": platform.release(), "python": platform.python_version(), "engine": engine()}
+
+
+def engine() -> dict[str, str]:
+    """The Docker engine the run's e2e tests used (the client's, as DOCKER_HOST names it), asked at the end of
+    the run: its version and image store, so the report says which engine the suite proved. {} without one."""
+    try:
+        answer = subprocess.run(["docker", "info", "--format", "{{json .}}"], capture_output=True, text=True,
+                                timeout=60, check=False)
+        info = json.loads(answer.stdout) if answer.returncode == 0 else {}
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return {}
+    if not info.get("ServerVersion"):
+        return {}
+    # The containerd image store reports its snapshotter as the driver type; the graph drivers do not.
+    containerd = ["driver-type", "io.containerd.snapshotter.v1"] in (info.get("DriverStatus") or [])
+    return {"server": str(info["ServerVersion"]), "storage_driver": str(info.get("Driver", "")),
+            "image_store": "containerd" if containerd else "graph driver"}
 
 
 def summarize(times: list[TestTime], *, total_s: float, description: dict[str, Any], when: float) -> dict[str, Any]:

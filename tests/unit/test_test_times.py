@@ -4,10 +4,13 @@ from benchmarks/test-times.json, and the report says where the suite stands agai
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
+import pytest
 from docs_tables import REPORT
 from docs_tables import test_times_markdown as markdown
-from times_report import BUDGET_S, SLOWEST, TestTime, summarize
+from times_report import BUDGET_S, SLOWEST, TestTime, engine, summarize
 
 from pudev.paths import REPO_ROOT
 
@@ -48,3 +51,30 @@ def test_the_committed_report_is_a_full_run_inside_the_budget() -> None:
     assert sum(report["outcomes"].values()) == report["tests"] > 400 and len(report["slowest"]) == SLOWEST
     assert {row["file"].split("/")[1] for row in report["files"]} >= {"lint", "unit", "e2e"}
     assert report["total_s"] <= report["budget_s"], "the committed run is over the proof's budget"
+
+
+@pytest.mark.parametrize(("status", "store"), [
+    ([["driver-type", "io.containerd.snapshotter.v1"]], "containerd"),
+    ([["Backing Filesystem", "extfs"], ["Supports d_type", "true"]], "graph driver"),
+])
+def test_the_report_names_the_engine_and_its_image_store(status: list[list[str]], store: str, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `docker info` says of the engine the run used (its JSON as 28.5 and 20.10 print it), into the docs' line."""
+    info = {"ServerVersion": "28.5.2", "Driver": "overlayfs", "DriverStatus": status}
+    client = tmp_path / "docker"
+    client.write_text(f"#!/bin/sh\ncat <<'EOF'\n{json.dumps(info)}\nEOF\n")
+    client.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    found = engine()
+    assert found == {"server": "28.5.2", "storage_driver": "overlayfs", "image_store": store}
+    text = markdown(summarize(_times(3), total_s=60, description={**MACHINE, "engine": found}, when=0))
+    assert f"23.5 GiB, Docker 28.5.2 (overlayfs, {store} image store) (" in text
+
+
+def test_without_an_engine_the_report_says_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = tmp_path / "docker"
+    client.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n")
+    client.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert engine() == {}
+    assert "23.5 GiB (" in markdown(summarize(_times(3), total_s=60, description={**MACHINE, "engine": {}}, when=0))
