@@ -159,8 +159,17 @@ def kept_compile_cache(build: str) -> Path:
     return folder
 
 
+def _kept_suite(image_id: str) -> Path:
+    """Where a passed suite's report is kept between runs: by image id and by the kernel and engine it ran on,
+    so a new kernel or engine runs the suite again."""
+    engine = docker.run(["version", "--format", "{{.Server.Version}}"], timeout=60).stdout.strip()
+    host = hashlib.sha256(f"{os.uname().release} {engine}".encode()).hexdigest()[:12]
+    return kept_between_runs.cache_dir() / "suites" / f"{image_id.removeprefix('sha256:')}-{host}.xml"
+
+
 class Profiles:
-    """Each stand-in profile built once and its in-image suite run once, when a test first needs it."""
+    """Each stand-in profile built once per run, and its in-image suite run once per image id on this machine,
+    kernel and engine, when a test first needs it."""
 
     def __init__(self, reports: Path) -> None:
         self.reports = reports
@@ -183,16 +192,18 @@ class Profiles:
         if build not in self.suites:
             image = self.image(build)
             junit = self.reports / f"image-suite-{build.replace('/', '-')}.xml"
-            kept = kept_between_runs.cache_dir() / "suites" / f"{image.image_id.removeprefix('sha256:')}.xml"
-            if emulated(build) and kept.exists() and localpasses.recall(image.image_id, PLATFORM_SCOPE) is not None:
-                # Under emulation even the proof takes minutes: the same image (by id, every byte) passed it on
-                # this machine before, so that run's report stands, as `pudev test --reuse-local-pass` does.
+            kept = _kept_suite(image.image_id)
+            scope = PLATFORM_SCOPE if emulated(build) else "cpu"
+            if kept.exists() and localpasses.recall(image.image_id, scope) is not None:
+                # The same image (by id, every byte) passed this scope on this machine, kernel and engine in an
+                # earlier run, so that run's report stands, as `pudev test --reuse-local-pass` does: the suite
+                # inside is part of the image, so any change to it, or to what it tests, is another id.
                 shutil.copyfile(kept, junit)
                 self.suites[build] = SuiteRun(returncode=0, junit=junit, output=f"reused the pass of {kept}")
                 return self.suites[build]
-            scope = ["--platform-only"] if emulated(build) else []
+            flags = ["--platform-only"] if emulated(build) else []
             env = {KEPT_CCACHE: str(kept_compile_cache(build))} if emulated(build) else {}
-            result = run_pudev("test", *build_args(build), *scope, "--junit", str(junit), timeout=3600, env=env)
+            result = run_pudev("test", *build_args(build), *flags, "--junit", str(junit), timeout=3600, env=env)
             self.suites[build] = SuiteRun(returncode=result.returncode, junit=junit,
                                           output=result.stdout + result.stderr)
             if result.returncode == 0 and junit.exists():
