@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -52,11 +51,13 @@ def machine() -> dict[str, Any]:
 def engine() -> dict[str, str]:
     """The Docker engine the run's e2e tests used (the client's, as DOCKER_HOST names it), asked at the end of
     the run: its version and image store, so the report says which engine the suite proved. {} without one."""
-    try:
-        answer = subprocess.run(["docker", "info", "--format", "{{json .}}"], capture_output=True, text=True,
-                                timeout=60, check=False)
+    from pudev.common.errors import PudevError
+    from pudev.engine import docker
+
+    try:  # the client and environment the e2e tests use (PUDEV_DOCKER, DOCKER_HOST)
+        answer = docker.run(["info", "--format", "{{json .}}"], check=False, timeout=60)
         info = json.loads(answer.stdout) if answer.returncode == 0 else {}
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+    except (OSError, ValueError, PudevError):
         return {}
     if not info.get("ServerVersion"):
         return {}

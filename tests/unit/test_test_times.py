@@ -4,7 +4,6 @@ from benchmarks/test-times.json, and the report says where the suite stands agai
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -64,7 +63,7 @@ def test_the_report_names_the_engine_and_its_image_store(status: list[list[str]]
     client = tmp_path / "docker"
     client.write_text(f"#!/bin/sh\ncat <<'EOF'\n{json.dumps(info)}\nEOF\n")
     client.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PUDEV_DOCKER", str(client))  # the client pudev (and the e2e tests) use
     found = engine()
     assert found == {"server": "28.5.2", "storage_driver": "overlayfs", "image_store": store}
     text = markdown(summarize(_times(3), total_s=60, description={**MACHINE, "engine": found}, when=0))
@@ -75,6 +74,6 @@ def test_without_an_engine_the_report_says_none(tmp_path: Path, monkeypatch: pyt
     client = tmp_path / "docker"
     client.write_text("#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n")
     client.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PUDEV_DOCKER", str(client))  # the client pudev (and the e2e tests) use
     assert engine() == {}
     assert "23.5 GiB (" in markdown(summarize(_times(3), total_s=60, description={**MACHINE, "engine": {}}, when=0))
