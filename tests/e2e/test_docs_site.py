@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import html.parser
 import http.server
 import os
+import posixpath
 import subprocess
 import sys
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -30,14 +33,20 @@ CHINESE_QUERY = "镜像"  # "image": on nearly every Chinese page, and one word 
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The site built as `make docs` builds it, served on a free port of 127.0.0.1."""
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site built as `make docs` builds it."""
     folder = tmp_path_factory.mktemp("site")
     built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder)],
                            cwd=REPO_ROOT, capture_output=True, text=True, check=False, timeout=300,
                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})  # Material's notice of its own end
     assert built.returncode == 0, built.stderr[-3000:]
-    handler = functools.partial(_QuietHandler, directory=str(folder))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def site(built_site: Path) -> Iterator[str]:
+    """The built site, served on a free port of 127.0.0.1."""
+    handler = functools.partial(_QuietHandler, directory=str(built_site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -46,6 +55,45 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class _Links(html.parser.HTMLParser):
+    """The targets of a page's links, less the language switch (its English link is meant)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.targets: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "a" and found.get("href") and "hreflang" not in found:
+            self.targets.append(found["href"] or "")
+
+
+def english_links_with_a_chinese_twin(site: Path, docs: Path) -> list[str]:
+    """Each link on a built Chinese page that lands on an English page whose Chinese twin exists in `docs`,
+    as 'page -> link'."""
+    found = []
+    for page in sorted((site / "zh").rglob("*.html")):
+        url = "/" + page.relative_to(site).as_posix()
+        links = _Links()
+        links.feed(page.read_text())
+        for href in links.targets:
+            parts = urllib.parse.urlsplit(href)
+            if parts.scheme or parts.netloc or not parts.path:
+                continue  # another site, or a place on this page
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(url), parts.path)).strip("/")
+            if target != "zh" and not target.startswith("zh/") and _has_chinese_twin(target, docs):
+                found.append(f"{url} -> {href}")
+    return found
+
+
+def _has_chinese_twin(target: str, docs: Path) -> bool:
+    """Whether the English page at site path `target` ('using/mirrors', 'using/mirrors/index.html', '')
+    has a Chinese source: its `.zh.md`, or its folder's `index.zh.md`."""
+    stem = target.removesuffix(".html").removesuffix("index").strip("/")
+    sources = [docs / f"{stem}.zh.md", docs / stem / "index.zh.md"] if stem else [docs / "index.zh.md"]
+    return any(source.exists() for source in sources)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -125,3 +173,25 @@ def test_the_chinese_home_page_and_its_search(browser_tools: None, site: str, re
         browser.find_element(By.CSS_SELECTOR, "input.md-search__input").clear()  # the screenshot shows the page
         browser.get(f"{site}/zh/")
         _shown(browser, ".md-content")
+
+
+def test_every_link_of_a_chinese_page_stays_chinese_where_a_twin_exists(built_site: Path) -> None:
+    # On GitHub nothing rewrites a link (README.zh-CN.md has a lint of its own); on the site the i18n plugin
+    # should: a Chinese reader who follows a link lands on the Chinese page wherever one exists.
+    wrong = english_links_with_a_chinese_twin(built_site, REPO_ROOT / "docs")
+    assert not wrong, ("links on the Chinese site land on English pages that have a Chinese twin (link the "
+                       "twin's .zh.md, or the page's .md from a .zh.md page):\n" + "\n".join(wrong[:40]))
+
+
+def test_the_link_check_finds_an_english_link_with_a_twin(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    (docs / "using").mkdir(parents=True)
+    for name in ("using/mirrors.zh.md", "using/mirrors.md", "using/arm.md", "index.zh.md"):
+        (docs / name).write_text("x")
+    page = tmp_path / "site" / "zh" / "faq" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text('<a href="../../using/mirrors/">en</a> <a href="../using/mirrors/">zh</a> '
+                    '<a href="../../using/arm/">no twin</a> <a href="../../" hreflang="en">switch</a> '
+                    '<a href="../../">home</a> <a href="https://example.org/">away</a> <a href="#top">here</a>')
+    assert english_links_with_a_chinese_twin(tmp_path / "site", docs) == [
+        "/zh/faq/index.html -> ../../using/mirrors/", "/zh/faq/index.html -> ../../"]
