@@ -5,11 +5,13 @@ On ports 80 and 443 it then serves the chosen mirrors' names (a package index wi
 WHEELS, the files under ARCHIVE at their own paths, such as a Debian archive, and the files under
 MODELS as a Hugging Face endpoint serves a model's files to huggingface_hub) and holds every other
 name's connection open without a word, as a blocked host does: the client hangs until its own
-timeout. Every question, handshake and request is a line of JSON in LOG. Standard library only: it
-runs on the image's own Python.
+timeout. With `open` in CONFIG, other names are answered at once instead (a 404, or a certificate that
+does not match), the way an open network's hosts answer: the session's time with nothing held. Every
+question, handshake and request is a line of JSON in LOG. Standard library only: it runs on the image's
+own Python.
 
 Usage, with tls_accept.py beside it: python3 blocked_world.py CONFIG.json, where CONFIG names
-mirror_hosts, cert, key, wheels, archive, models and log."""
+mirror_hosts, cert, key, wheels, archive, models, log and open."""
 
 from __future__ import annotations
 
@@ -78,6 +80,7 @@ class World:
         self.wheels = Path(config["wheels"])
         self.archive = Path(config["archive"]).resolve()
         self.models = Path(config["models"]).resolve()
+        self.open = bool(config.get("open"))
 
     def listing(self, project: str) -> str | None:
         links = []
@@ -126,7 +129,7 @@ class World:
             def _reply(self, *, send_body: bool) -> None:
                 host = (self.headers.get("Host") or "").split(":")[0].lower()
                 record(world.log, kind="http", host=host, path=self.path)
-                if host not in world.mirrors:
+                if host not in world.mirrors and not world.open:
                     FOREVER.wait()
                 status, kind, body, headers = world.answer(host, self.path)
                 self.send_response(status)
@@ -159,7 +162,7 @@ def main(config_path: str) -> None:
 
     def sni(_socket: ssl.SSLObject, name: str | None, _context: ssl.SSLContext) -> None:
         record(world.log, kind="tls", name=(name or "").lower())
-        if (name or "").lower() not in world.mirrors:
+        if (name or "").lower() not in world.mirrors and not world.open:
             FOREVER.wait()  # a blocked host: the handshake never finishes
 
     context.sni_callback = sni
