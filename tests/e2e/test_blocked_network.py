@@ -56,6 +56,9 @@ DEB = "pudev-blocked-probe"
 HUB_WHEEL = "huggingface_hub-0.31.4-py3-none-any.whl"
 HUB_SHA256 = "4f70704760296cc69b612916056e9845f5490a33782b924fc531767967acc15d"
 MODEL = ("pudev/tiny", "config.json", '{"model_type": "pudev-tiny"}')
+# The same session with nothing held (other names answered at once), for the benchmark log's
+# blocked-against-open timing.
+OPEN = os.environ.get("PUDEV_FIRST_HOUR_OPEN") == "1"
 # torch.hub names a cached file by the URL's last part; a user copies it into $TORCH_HOME/hub/checkpoints.
 WEIGHTS_URL = "https://download.pytorch.org/models/pudev-tiny-0123abcd.pth"
 # What a user copies into the hub's folder from a machine that reaches download.pytorch.org.
@@ -148,8 +151,7 @@ def _start_world(image: LocalImage, network: str, folder: Path, hosts: set[str])
     (folder / "config.json").write_text(json.dumps({
         "mirror_hosts": sorted(hosts), **served, "wheels": "/world/wheels", "archive": "/world/archive",
         "models": "/world/models", "log": "/world/log.jsonl",
-        # The same session with nothing held, for the benchmark log's blocked-against-open timing.
-        "open": os.environ.get("PUDEV_FIRST_HOUR_OPEN") == "1"}))
+        "open": OPEN}))
     folder.chmod(0o777)  # the world writes its log as root; the host reads it
     world = TrackedContainer(image.tag, purpose="world", options=[
         "--network", network, "--user", "0", "--entrypoint", "python3", "--volume", f"{folder}:/world"])
@@ -253,7 +255,7 @@ def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, case: tuple[st
     names = {entry.get("name") or entry.get("host", "") for entry in asked}
     # A reverse lookup asks the resolver about an address; it opens no connection to any host.
     outside = sorted(name for name in names - hosts if name and not name.endswith((".in-addr.arpa", ".ip6.arpa")))
-    network = "an open network" if os.environ.get("PUDEV_FIRST_HOUR_OPEN") == "1" else "the blocked network"
+    network = "an open network" if OPEN else "the blocked network"
     print(f"{build} on {mirror}: {took:.0f} s behind {network}, asking for {sorted(names)}")
     assert not outside, f"asked for hosts outside the {mirror} mirror: {outside}"
     paths = {(entry["host"], entry["path"]) for entry in asked if entry["kind"] == "http"}

@@ -1,7 +1,8 @@
 """The docs site as a reader meets it, in headless Chromium: the quick start in English (its tables as
 wide as they need, copy buttons on the commands, the switch to Chinese and to dark mode) and the
-Chinese home page, whose search finds Chinese words. The site is built strictly from this checkout and
-served on 127.0.0.1; screenshots of both pages are kept in the report folder (`browser/docs-*.png`)."""
+Chinese home page, whose search finds Chinese words; and on every built Chinese page, each link lands on
+the Chinese page where one exists. The site is built strictly from this checkout and served on
+127.0.0.1; screenshots of both pages are kept in the report folder (`browser/docs-*.png`)."""
 
 from __future__ import annotations
 
