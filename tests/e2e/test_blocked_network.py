@@ -56,9 +56,17 @@ DEB = "pudev-blocked-probe"
 HUB_WHEEL = "huggingface_hub-0.31.4-py3-none-any.whl"
 HUB_SHA256 = "4f70704760296cc69b612916056e9845f5490a33782b924fc531767967acc15d"
 MODEL = ("pudev/tiny", "config.json", '{"model_type": "pudev-tiny"}')
-# The same session with nothing held (other names answered at once), for the benchmark log's
-# blocked-against-open timing.
-OPEN = os.environ.get("PUDEV_FIRST_HOUR_OPEN") == "1"
+
+
+@pytest.fixture
+def open_world() -> bool:
+    """PUDEV_FIRST_HOUR_OPEN=1: the same session with nothing held (other names answered at once), for the
+    benchmark log's blocked-against-open timing. A value other than 1 or 0 fails in one line."""
+    value = os.environ.get("PUDEV_FIRST_HOUR_OPEN", "")
+    if value not in ("", "0", "1"):
+        pytest.fail(f"PUDEV_FIRST_HOUR_OPEN={value!r} is not 1 or 0: set 1 for an open network, or unset it "
+                    "for the blocked one", pytrace=False)
+    return value == "1"
 # torch.hub names a cached file by the URL's last part; a user copies it into $TORCH_HOME/hub/checkpoints.
 WEIGHTS_URL = "https://download.pytorch.org/models/pudev-tiny-0123abcd.pth"
 # What a user copies into the hub's folder from a machine that reaches download.pytorch.org.
@@ -134,7 +142,8 @@ def blocked_network() -> Iterator[str]:
         docker.run(["network", "rm", name], check=False, timeout=60)
 
 
-def _start_world(image: LocalImage, network: str, folder: Path, hosts: set[str]) -> tuple[TrackedContainer, str]:
+def _start_world(image: LocalImage, network: str, folder: Path, hosts: set[str],
+                 *, open_world: bool) -> tuple[TrackedContainer, str]:
     tls = TlsMaterial.create(folder / "tls", tuple(sorted(hosts)))
     served = {name: f"/world/{path.relative_to(folder)}" for name, path in (("cert", tls.cert_file),
                                                                            ("key", tls.key_file))}
@@ -151,7 +160,7 @@ def _start_world(image: LocalImage, network: str, folder: Path, hosts: set[str])
     (folder / "config.json").write_text(json.dumps({
         "mirror_hosts": sorted(hosts), **served, "wheels": "/world/wheels", "archive": "/world/archive",
         "models": "/world/models", "log": "/world/log.jsonl",
-        "open": OPEN}))
+        "open": open_world}))
     folder.chmod(0o777)  # the world writes its log as root; the host reads it
     world = TrackedContainer(image.tag, purpose="world", options=[
         "--network", network, "--user", "0", "--entrypoint", "python3", "--volume", f"{folder}:/world"])
@@ -224,11 +233,11 @@ def _run_the_notebook(user: TrackedContainer, token: str) -> str:
 @pytest.mark.allow_log(r"ERROR: (Cannot install pudev-wants-other-torch|ResolutionImpossible)")
 @pytest.mark.parametrize("case", [("local", "aliyun"), ("local-current", "tuna")], ids="-".join)
 def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, case: tuple[str, str], blocked_network: str,
-                                             archive_key: SigningKey, tmp_path: Path) -> None:
+                                             archive_key: SigningKey, tmp_path: Path, *, open_world: bool) -> None:
     build, mirror = case  # the profile's image, and the mirror it is switched to
     image = profiles.image(build)
     hosts = _mirror_hosts(mirror)
-    world, world_address = _start_world(image, blocked_network, tmp_path / "world", hosts)
+    world, world_address = _start_world(image, blocked_network, tmp_path / "world", hosts, open_world=open_world)
     (tmp_path / "resolv.conf").write_text(f"nameserver {world_address}\n")
     token = secrets.token_hex(16)
     user = TrackedContainer(image.tag, purpose="blocked", options=[
@@ -255,7 +264,7 @@ def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, case: tuple[st
     names = {entry.get("name") or entry.get("host", "") for entry in asked}
     # A reverse lookup asks the resolver about an address; it opens no connection to any host.
     outside = sorted(name for name in names - hosts if name and not name.endswith((".in-addr.arpa", ".ip6.arpa")))
-    network = "an open network" if OPEN else "the blocked network"
+    network = "an open network" if open_world else "the blocked network"
     print(f"{build} on {mirror}: {took:.0f} s behind {network}, asking for {sorted(names)}")
     assert not outside, f"asked for hosts outside the {mirror} mirror: {outside}"
     paths = {(entry["host"], entry["path"]) for entry in asked if entry["kind"] == "http"}
