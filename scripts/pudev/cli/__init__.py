@@ -13,6 +13,7 @@ def main(argv: list[str] | None = None) -> int:
     from pudev.cli.commands import HANDLERS
     from pudev.cli.parser import build_parser
     from pudev.cli.request import request_from
+    from pudev.common.environment import check_all
 
     parser = build_parser(HANDLERS, __doc__.splitlines()[0] if __doc__ else "pudev")
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -25,7 +26,12 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # --help, or a usage error argparse has printed as one line
         return int(stop.code or 0)
+    if extra and args.command != "test":
+        print(f"pudev: error: arguments after --: only `pudev test` passes them on (to pytest); remove "
+              f"`-- {' '.join(extra)}`", file=sys.stderr)
+        return 2
     try:
+        check_all()  # a bad PUDEV_* value fails here, before any work
         request = request_from(args, extra)
         return int(args.handler(request))
     except PudevError as error:

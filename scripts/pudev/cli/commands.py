@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pudev.building.plan import BuildPlan, local_tag
-from pudev.cli.arguments import output_file
+from pudev.cli.arguments import refuse_foreign
 from pudev.cli.request import Request
 from pudev.common.errors import PudevError
 from pudev.common.halves import PLATFORM_SCOPE
@@ -87,7 +88,7 @@ def cmd_test(request: Request) -> int:
     from pudev.testing.suite_run import run_local_builds
 
     options, names = request.options, request.selection.names
-    junit = output_file(options.junit, "--junit", makes_folders=True) if options.junit else None
+    junit = Path(options.junit) if options.junit else None  # checked when parsed (cli/arguments.py)
     refs = [name for name in names if is_image_reference(name)]
     reuse = bool(options.reuse_local_pass)
     if reuse and (not refs or junit is not None):
@@ -151,7 +152,11 @@ def cmd_manifest(request: Request) -> int:
         before, after = loaded
         print(diff_manifests(before, after))
         return 0
-    for variant in resolve(request.selection).variants:
+    variants = resolve(request.selection).variants
+    for variant in variants:  # every file checked before the first is written
+        for suffix in (".json", ".md"):
+            refuse_foreign(Path(request.options.out) / f"{variant.name}{suffix}", "manifest", "--out")
+    for variant in variants:
         for path in write_manifest(local_tag(variant), Path(request.options.out), variant.name,
                                    build_hint=_build_command(request, variant)):
             print(f"wrote {path}")
@@ -161,7 +166,7 @@ def cmd_manifest(request: Request) -> int:
 def cmd_push(request: Request) -> int:
     from pudev.release.push import push_local_builds
 
-    ref_file = output_file(request.options.ref_file, "--ref-file") if request.options.ref_file else None
+    ref_file = Path(request.options.ref_file) if request.options.ref_file else None
     push_local_builds(_local_builds(request), registry=request.options.registry, ref_file=ref_file)
     return 0
 
@@ -195,7 +200,7 @@ def cmd_sbom(request: Request) -> int:
     (reference,) = request.selection.names
     if options.fetch or options.push:
         parse_digest_ref(reference, flag="pudev sbom")
-    out = None if options.out == "-" else output_file(options.out, "--out")
+    out = None if options.out == "-" else Path(options.out)
     if options.fetch:
         text = fetch_sbom(reference)
     else:
@@ -256,9 +261,16 @@ def cmd_clean(request: Request) -> int:
     from pudev.engine import docker
 
     matrix = resolve(request.selection, require_names=False).matrix
-    tags = [local_tag(variant) for variant in matrix.variants.values()]
-    docker.run(["rmi", *tags], check=False)
-    print(f"removed local tags: {', '.join(tags)}")
+    docker.require_daemon()  # no engine is a failure, not "nothing to remove"
+    removed = []
+    for tag in [local_tag(variant) for variant in matrix.variants.values()]:
+        result = docker.run(["rmi", tag], check=False)
+        if result.returncode == 0:
+            removed.append(tag)
+        elif "no such image" not in result.stderr.lower():  # a tag never built is not a failure
+            raise PudevError(f"`docker rmi {tag}` failed: {docker.last_line(result.stderr)}; stop the containers "
+                             f"that use it (docker ps -a --filter ancestor={tag}), then run pudev clean again")
+    print(f"removed local tags: {', '.join(removed)}" if removed else "no local tags to remove")
     return 0
 
 
@@ -268,8 +280,13 @@ def cmd_standins(request: Request) -> int:
 
     require_platform(request.options.platform)  # a typo would otherwise build nothing, silently
     ca_bundle = resolve_ca_bundle(request.build.ca_bundle, disabled=request.build.no_ca_bundle)
-    for line in build_standins(ca_bundle, platform=request.options.platform):
-        print(line)
+    try:
+        for line in build_standins(ca_bundle, platform=request.options.platform):
+            print(line)
+    except subprocess.CalledProcessError as error:  # debootstrap's or tar's own words are above this line
+        tool = Path(str(error.cmd[0] if isinstance(error.cmd, list) else error.cmd).split()[0]).name
+        raise PudevError(f"`{tool}` failed (exit {error.returncode}) while building the stand-ins: its messages are "
+                         "above; fix what they name (the network, the disk), then run pudev standins again") from None
     return 0
 
 
@@ -305,17 +322,16 @@ def cmd_new_torch(request: Request) -> int:
 
 def cmd_changelog(request: Request) -> int:
     from pudev.common.inputs import InputFile
-    from pudev.reports.changelog import checked_date, from_manifests, today, with_entry
-    from pudev.reports.manifest_diff import load_manifest
+    from pudev.reports.changelog import checked_date, from_manifests, read_manifest_argument, today, with_entry
 
     option = request.options
     date = checked_date(option.date, "--date") if option.date else today()
-    path = None if option.out == "-" else output_file(option.out, "--out")
+    path = None if option.out == "-" else Path(option.out)
     existing = InputFile(path, "changelog", "--out", "name a Markdown changelog, or - for stdout") \
         if path and path.exists() and path.stat().st_size else None
     changelog = existing.read_text() if existing else ""  # a binary or unreadable file fails before any work
-    after = load_manifest(option.after, position="AFTER", build_hint="pudev build VARIANT")
-    before = [load_manifest(item, position="--before", build_hint="pudev build VARIANT") for item in option.before]
+    after = read_manifest_argument(option.after, "AFTER")
+    before = [read_manifest_argument(item, "--before") for item in option.before]
     found = from_manifests(after, before, date=date)
     if found is None:
         print("the tag's image holds the same torch, CUDA, toolkits and platforms as before: no entry")
@@ -324,7 +340,7 @@ def cmd_changelog(request: Request) -> int:
     if path is None:
         print(text)
         return 0
-    path.write_text(with_entry(changelog, key, text))
+    path.write_text(with_entry(changelog, key, text, source=f"--out {path}", fix="name a new file, or - for stdout"))
     print(f"wrote the entry '{key}' into {path}")
     return 0
 

@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from pudev.cli.arguments import OutputPath
 from pudev.common.one_line_parser import OneLineParser
 
 if TYPE_CHECKING:
@@ -42,11 +43,12 @@ def add_selection_options(parser: argparse.ArgumentParser, uses: frozenset[str])
                                 "e.g. a Harbor proxy-cache project: harbor.example.com/dockerhub")
     if BUILD in uses or CA in uses:
         build = parser.add_argument_group("build options")
-        build.add_argument("--ca-bundle", default=None, metavar="PATH",
-                           help="extra CA bundle for the build's downloads (default: $PIP_CERT, $SSL_CERT_FILE, "
-                                "$REQUESTS_CA_BUNDLE); passed as a BuildKit secret")
-        build.add_argument("--no-ca-bundle", action="store_true",
-                           help="pass no CA bundle even if the environment names one")
+        ca = build.add_mutually_exclusive_group()
+        ca.add_argument("--ca-bundle", default=None, metavar="PATH",
+                        help="extra CA bundle for the build's downloads (default: $PIP_CERT, $SSL_CERT_FILE, "
+                             "$REQUESTS_CA_BUNDLE); passed as a BuildKit secret")
+        ca.add_argument("--no-ca-bundle", action="store_true",
+                        help="pass no CA bundle even if the environment names one")
     if BUILD in uses:
         build.add_argument("--cache-from", action="append", default=[], metavar="SPEC",
                            help="BuildKit cache source, e.g. type=registry,ref=ghcr.io/org/cache:cu121")
@@ -78,7 +80,8 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
                            "REGISTRY/REPO@sha256:... (a candidate: pulled, and each half's outcome recorded there)",
                    names="variant names (or `all`), or candidates by digest", metavar="VARIANT|REF")
     test.add_argument("--timeout", type=float, default=3600, help="seconds before the run is stopped (default 3600)")
-    test.add_argument("--junit", default="", metavar="PATH", help="copy the JUnit XML report here")
+    test.add_argument("--junit", default="", metavar="PATH", type=OutputPath("--junit", "junit", makes_folders=True),
+                      help="copy the JUnit XML report here")
     half = test.add_mutually_exclusive_group()
     half.add_argument("--cpu-only", action="store_true", help="the CPU half only")
     half.add_argument("--gpu-only", action="store_true", help="the GPU half only (it must find a GPU)")
@@ -98,12 +101,17 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     jupyter.add_argument("--workspace", default=".", metavar="DIR", help="mounted at /workspace (default: this folder)")
     command("tags", "print the tags of a built image, computed from what is inside it")
     manifest = command("manifest", "write a Markdown + JSON build manifest read from the image")
-    manifest.add_argument("--out", default="manifests", metavar="DIR", help="output folder (default: manifests)")
-    manifest.add_argument("--diff", nargs=2, metavar=("A", "B"),
-                          help="what changed from A to B (manifest JSON files or images)")
+    # --diff prints what changed; it writes nothing, so it takes no --out.
+    manifest_mode = manifest.add_mutually_exclusive_group()
+    manifest_mode.add_argument("--out", default="manifests", metavar="DIR",
+                               type=OutputPath("--out", "manifest", folder=True),
+                               help="output folder (default: manifests)")
+    manifest_mode.add_argument("--diff", nargs=2, metavar=("A", "B"),
+                               help="what changed from A to B (manifest JSON files or images)")
     push = command("push", "push a built variant once, by digest, to REGISTRY/IMAGE-candidates")
     push.add_argument("--registry", required=True, metavar="HOST[/ORG]", help="e.g. ghcr.io/my-org")
-    push.add_argument("--ref-file", default="", metavar="PATH", help="also write the candidate reference here")
+    push.add_argument("--ref-file", default="", metavar="PATH", type=OutputPath("--ref-file", "reference"),
+                      help="also write the candidate reference here")
     command("promote", "copy the candidates that passed their tests (by digest) to the release repository "
                                  "and tag them: one image, or for a variant built for several platforms one OCI "
                                  "index of them",
@@ -112,9 +120,12 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
                       uses=frozenset())  # what promotion takes (required tests, latest) is read from the candidates
     sbom = command("sbom", "a CycloneDX SBOM of an image: write it, --push it to the registry, or --fetch it",
                    names="a built variant's image tag, or REGISTRY/REPO@sha256:...", metavar="IMAGE", uses=frozenset())
-    sbom.add_argument("--out", default="-", metavar="PATH", help="where to write it (default: stdout)")
-    sbom.add_argument("--push", action="store_true", help="attach it to REGISTRY/REPO@sha256:... as an artifact")
-    sbom.add_argument("--fetch", action="store_true", help="fetch the SBOM attached to REGISTRY/REPO@sha256:...")
+    sbom.add_argument("--out", default="-", metavar="PATH", type=OutputPath("--out", "sbom", stdout=True),
+                      help="where to write it (default: stdout)")
+    # --push attaches the SBOM written here; --fetch reads the one attached before: one or the other.
+    sbom_mode = sbom.add_mutually_exclusive_group()
+    sbom_mode.add_argument("--push", action="store_true", help="attach it to REGISTRY/REPO@sha256:... as an artifact")
+    sbom_mode.add_argument("--fetch", action="store_true", help="fetch the SBOM attached to REGISTRY/REPO@sha256:...")
     keep = command("keep-config", "give the images of an OCI layout copied from RELEASE (the zstd twin skopeo "
                                   "made) the configs of the images that passed, so the twin keeps their image ids",
                    names="", uses=frozenset())
@@ -132,7 +143,8 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     bake = command("bake", "write docker-bake.json for `docker buildx bake`: each target the build `pudev build` "
                            "runs, input digests included (pinned, pulled here, or asked of the registry)", names="",
                    uses=planning)
-    bake.add_argument("--out", default="docker-bake.json", metavar="PATH", help="output file, or - for stdout")
+    bake.add_argument("--out", default="docker-bake.json", metavar="PATH",
+                      type=OutputPath("--out", "bake", stdout=True), help="output file, or - for stdout")
     _add_maintenance_commands(command)
     return parser
 
@@ -151,12 +163,14 @@ def _add_maintenance_commands(command: Callable[..., argparse.ArgumentParser]) -
     new_torch.add_argument("--torch-index", default="https://download.pytorch.org/whl", metavar="URL",
                            help="torch's own index, the folder of its cuXYZ indexes: which CUDA builds a release has "
                                 "(default: https://download.pytorch.org/whl)")
-    new_torch.add_argument("--check", action="store_true",
-                           help="only print where the release stands: a first line `current|waiting|ready VERSION: "
-                                "...`, then one line per variant (current, waiting and for what, ready, dropped)")
-    new_torch.add_argument("--dry-run", action="store_true",
-                           help="make the whole move in a scratch copy, print what it would change (every file, "
-                                "locks included, and the diffs) and write nothing")
+    # --check asks and prints; --dry-run makes the whole move in a copy: one or the other.
+    mode = new_torch.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true",
+                      help="only print where the release stands: a first line `current|waiting|ready VERSION: "
+                           "...`, then one line per variant (current, waiting and for what, ready, dropped)")
+    mode.add_argument("--dry-run", action="store_true",
+                      help="make the whole move in a scratch copy, print what it would change (every file, "
+                           "locks included, and the diffs) and write nothing")
     new_torch.add_argument("--without-base", action="store_true",
                            help="lock without the base images' packages (where they cannot be pulled)")
     changelog = command("changelog", "write the CHANGELOG.md entry of a tag that moved, from the manifests of the "
@@ -169,6 +183,7 @@ def _add_maintenance_commands(command: Callable[..., argparse.ArgumentParser]) -
                                 "a tag none of them carried is new")
     changelog.add_argument("--date", default="", metavar="YYYY-MM-DD", help="the entry's date (default: today)")
     changelog.add_argument("--out", default="CHANGELOG.md", metavar="PATH",
+                           type=OutputPath("--out", "changelog", stdout=True),
                            help="the changelog to write the entry into, or - for stdout (default: CHANGELOG.md)")
     command("clean", "remove the locally built variant tags", names="")
     standins = command("standins", "build the stand-in images (idempotent)", names="", uses=frozenset({CA}))

@@ -43,6 +43,8 @@ def parse_assignments(assignments: Iterable[str]) -> list[Override]:
             raise PudevError(f"--set {assignment}: invalid override, write KEY=VALUE ({HELP})")
         if not check_key(key):
             raise PudevError(f"--set {assignment}: invalid override, unknown key '{key}' ({HELP})")
+        if not value.strip():
+            raise PudevError(f"--set {assignment}: an empty value; write {key}=VALUE, or leave the flag out")
         found.append(Override(key, _typed(key, value.strip(), assignment), f"--set {assignment}"))
     return found
 
@@ -52,7 +54,7 @@ def parse_toolkit_images(assignments: Iterable[str]) -> list[Override]:
     found = []
     for assignment in assignments:
         version, sep, image = assignment.partition("=")
-        if not sep or not re.fullmatch(r"\d+\.\d+", version.strip()):
+        if not sep or not re.fullmatch(r"\d+\.\d+", version.strip()) or not image.strip():
             raise PudevError(f"--toolkit-image {assignment}: write VERSION=IMAGE, e.g. 12.1=nvidia/cuda:...")
         found.append(Override(f"toolkit.{version.strip()}.image", image.strip(), f"--toolkit-image {assignment}"))
     return found

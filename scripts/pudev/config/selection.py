@@ -12,7 +12,7 @@ from pudev.common.imageref import parse_image_ref
 from pudev.config.loader import read_variant_file, variants_input
 from pudev.config.model import Matrix, Variant
 from pudev.config.overrides import TOOLKIT_KEY, Override
-from pudev.config.profiles import load_profile
+from pudev.config.profiles import Profile, load_profile
 from pudev.config.schema import require_platform
 
 
@@ -38,9 +38,15 @@ def resolve(selection: Selection, *, require_names: bool = True) -> Selected:
     names = list(selection.names)
     overrides = list(selection.overrides)
     platform = selection.platform
+    _require_one_value_per_field(overrides)
     if selection.profile:
         profile = load_profile(selection.profile)
-        names = names or [profile.variant]
+        if names and names != [profile.variant]:
+            # Its bases stand in for that variant alone: another name would build on them and claim otherwise.
+            raise PudevError(f"--profile {profile.name} builds {profile.variant} (its stand-in bases); name "
+                             f"{profile.variant} or no variant, or drop --profile to build {', '.join(names)}")
+        names = [profile.variant]
+        _require_agreement(profile, overrides)
         overrides = [*profile.overrides, *overrides]
     variant_file = read_variant_file(variants_input(selection.variants_file))  # read once
     declared = variant_file.declared
@@ -68,6 +74,30 @@ def resolve(selection: Selection, *, require_names: bool = True) -> Selected:
         variants = [through_pull_mirror(variant, selection.pull_mirror) for variant in variants]
         matrix = dataclasses.replace(matrix, variants={**matrix.variants, **{v.name: v for v in variants}})
     return Selected(matrix, tuple(variants))
+
+
+def _require_one_value_per_field(flags: list[Override]) -> None:
+    """Two flags that set one field (--base-image X --set base_image=Y) leave no answer to which one counts."""
+    seen: dict[str, Override] = {}
+    for flag in flags:
+        if flag.key in seen:
+            raise PudevError(f"{seen[flag.key].source} and {flag.source} both set {flag.key}; give it once")
+        seen[flag.key] = flag
+
+
+def _require_agreement(profile: Profile, flags: list[Override]) -> None:
+    """A flag may repeat what the profile stands in with (bases, torch, Python, toolkits), never change it:
+    the build would no longer be that stand-in, and its image's record would say so wrongly. Where it goes
+    (image, lock) and how it is tested may change: the record states those as they were used."""
+    for flag in flags:
+        for own in profile.overrides:
+            if own.key == flag.key and own.value != flag.value and _describes_content(flag.key):
+                raise PudevError(f"{flag.source}: --profile {profile.name} sets {flag.key} to {own.value}; drop the "
+                                 "flag, or drop --profile and give every override yourself")
+
+
+def _describes_content(key: str) -> bool:
+    return key in ("base_image", "torch", "python", "cuda", "toolkits") or bool(TOOLKIT_KEY.fullmatch(key))
 
 
 def _never_latest(matrix: Matrix, names: list[str]) -> Matrix:

@@ -20,19 +20,20 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from pudev.common.environment import setting
 from pudev.common.errors import PudevError
 
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE")
-MAX_RETRY_AFTER = float(os.environ.get("PUDEV_REGISTRY_MAX_WAIT", "120"))
+
 
 
 class CappedRetry(Retry):
-    """urllib3's Retry, but a Retry-After longer than MAX_RETRY_AFTER waits only that long."""
+    """urllib3's Retry, but a Retry-After longer than PUDEV_REGISTRY_MAX_WAIT waits only that long."""
 
     def get_retry_after(self, response: Any) -> float | None:
         wait = super().get_retry_after(response)
-        return None if wait is None else min(wait, MAX_RETRY_AFTER)
+        return None if wait is None else min(wait, float(setting("PUDEV_REGISTRY_MAX_WAIT")))
 
 
 class HostAuth(requests.auth.AuthBase):

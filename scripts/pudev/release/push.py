@@ -6,13 +6,13 @@ repository name come from the image's own labels, not from the checkout."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from pudev.common.environment import setting
 from pudev.common.errors import PudevError
 from pudev.engine import docker, images
 from pudev.registry.client import RegistryClient
@@ -58,7 +58,7 @@ def push_candidate(local_tag: str, variant: str, target: Target) -> tuple[Digest
     image_id = str(images.require_image(local_tag)["Id"])
     candidates = target.candidates
     tag = candidate_tag(variant, image_id)
-    attempts = int(os.environ.get("PUDEV_PUBLISH_ATTEMPTS", "4"))
+    attempts = int(setting("PUDEV_PUBLISH_ATTEMPTS"))
     client = RegistryClient(candidates.api, retries=attempts - 1)
     client.ping()
     remote = candidates.ref(tag)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
+from pudev.common.environment import setting
 from pudev.common.errors import PudevError
 from pudev.common.halves import PLATFORM_SCOPE, SUITE_HALVES
 from pudev.engine import docker, emulation, images
@@ -45,8 +46,8 @@ def container_options(report_dir: Path, *, gpus: bool, require_gpu: bool) -> lis
     options = ["--shm-size", "2g", "--volume", f"{report_dir}:{REPORT_MOUNT}"]
     if gpus:
         options += ["--gpus", "all"]
-    environment = {variable: os.environ[variable] for variable in ("PUDEV_REQUIRE_GPU", "PUDEV_STRICT")
-                   if os.environ.get(variable)}
+    environment = {variable: setting(variable) for variable in ("PUDEV_REQUIRE_GPU", "PUDEV_STRICT")
+                   if variable in os.environ}
     if require_gpu:
         environment["PUDEV_REQUIRE_GPU"] = "1"
     if os.environ.get(KEPT_CCACHE):
