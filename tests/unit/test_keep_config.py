@@ -1,6 +1,7 @@
 """`pudev keep-config`: the zstd twin skopeo wrote into an OCI layout gets the tested images' configs
 back, byte for byte, so each image keeps its id; the layout's manifests and index are rewritten to
-match. Refused in one line when the folder is no layout, or holds an image RELEASE does not.
+match. Refused in one line when the folder is no layout, or holds an image RELEASE does not, or when the
+registry lacks or refuses RELEASE (the line names what to check: the digest, the repository, the credentials).
 (The real skopeo and registry: tests/e2e/test_podman.py.)"""
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_registry import MANIFEST_DIGEST, fake_registry
 from memory_registry import RELEASE, MemoryRegistry, digest_of
 
 from pudev.cli import main
 from pudev.common.errors import PudevError
+from pudev.registry.client import RegistryClient
+from pudev.registry.credentials import Credentials
 from pudev.registry.oci import DOCKER_MANIFEST, OCI_CONFIG, OCI_INDEX, OCI_MANIFEST, OCI_ZSTD_LAYER
 from pudev.release import keep_config
 
@@ -148,3 +152,72 @@ def test_a_damaged_layout_is_refused_before_release_is_read(damage: str, names: 
     assert len(error.strip().splitlines()) == 1 and "Traceback" not in error
     assert all(name in error for name in names) and "skopeo copy" in error, error
     assert {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()} == before
+
+
+# -- the registry's refusals: each names what to check (the real client, against tests/unit/fake_registry.py) --
+
+@pytest.fixture
+def docker_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """docker's config in a folder of its own; no login unless a test writes one."""
+    config = tmp_path / "docker-config"
+    config.mkdir()
+    monkeypatch.setenv("DOCKER_CONFIG", str(config))
+    for name in ("PUDEV_REGISTRY_HOST", "PUDEV_REGISTRY_USERNAME", "PUDEV_REGISTRY_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    return config
+
+
+def _login(config: Path, host: str, user: str, password: str) -> None:
+    auth = Credentials(user, password, "").basic()
+    (config / "config.json").write_text(json.dumps({"auths": {host: {"auth": auth}}}))
+
+
+def _layout(folder: Path) -> Path:
+    layout = Layout(folder)
+    layout.tag(layout.image(AMD, "amd64"))
+    return folder
+
+
+@pytest.mark.parametrize(("login", "names"), [
+    ("pusher", ("RELEASE", "no image sha256:dddd", "team/img", "digest", "repository", "skopeo inspect")),
+    (None, ("RELEASE", "team/img", "credentials", "docker login", "permissions")),
+])
+def test_a_release_the_registry_lacks_or_refuses_names_what_to_check(
+        login: str | None, names: tuple[str, ...], tmp_path: Path, docker_config: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A digest the registry lacks (404), or a registry that refuses the request (401: no login): one line that
+    names the digest, the repository and the credentials to check, not `registry answered 404`; the layout is
+    left as it was."""
+    layout = _layout(tmp_path / "layout")
+    before = {path: path.read_bytes() for path in layout.rglob("*") if path.is_file()}
+    with fake_registry() as (address, _):
+        if login:
+            _login(docker_config, address, login, "s3cret")
+        assert main(["keep-config", f"{address}/team/img@sha256:{'d' * 64}", str(layout)]) == 2
+    error = capsys.readouterr().err
+    assert len(error.strip().splitlines()) == 1 and "Traceback" not in error, error
+    assert all(name in error for name in names), error
+    assert "registry answered 404" not in error and str(docker_config) not in error and "s3cret" not in error
+    assert {path: path.read_bytes() for path in layout.rglob("*") if path.is_file()} == before
+
+
+@pytest.mark.parametrize(("call", "names"), [
+    ("manifest", ("team/img@sha256:dddd", "HTTP 404", "repository", "tag or digest", "skopeo inspect")),
+    ("tag", ("team/img", "HTTP 401", "credentials", "permissions", "write:packages")),
+    ("anonymous", ("team/img", "anonymous", "credentials", "docker login")),
+])
+def test_every_registry_refusal_names_what_to_check(call: str, names: tuple[str, ...], docker_config: Path) -> None:
+    """The client's own words, whichever command asked: what is missing or refused, and what to check; never
+    the secret, nor the path of docker's config."""
+    with fake_registry() as (address, _):
+        if call != "anonymous":
+            _login(docker_config, address, "reader", "r3ad")  # may pull, may not push
+        client = RegistryClient(address, retries=0)
+        with pytest.raises(PudevError) as refused:
+            if call == "tag":
+                client.tag("team/img", MANIFEST_DIGEST, "latest")
+            else:
+                client.manifest("team/img", "sha256:" + "d" * 64 if call == "manifest" else "v1")
+    message = str(refused.value)
+    assert "\n" not in message and all(name in message for name in names), message
+    assert "r3ad" not in message and str(docker_config) not in message

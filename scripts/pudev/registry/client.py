@@ -6,6 +6,10 @@ login never silently turns into a push, and a token without the scope a call nee
 one clear error naming the repository and the scope. Loopback registries may speak
 plain HTTP, as docker allows for them: https is tried first, and only a registry that
 does not speak TLS at all is spoken to over http.
+
+Every refusal is one line naming what to check: for 404, that the repository and the tag
+or digest exist (`skopeo inspect`); for 401 and 403, the credentials (`docker login`) and
+the repository's permissions. Messages name no secret and no local path.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import IO
 
 import requests
 
+from pudev.common.environment import setting
 from pudev.common.errors import PudevError
 from pudev.registry import credentials, transport
 from pudev.registry.names import is_loopback
@@ -32,7 +37,7 @@ TAGS_PAGE = 1000  # tags asked for per request; the registry's Link header leads
 class RegistryClient:
     def __init__(self, host: str, *, retries: int | None = None, backoff: float = 1.0, timeout: float = 30) -> None:
         self.host = host
-        self.retries = retries if retries is not None else int(os.environ.get("PUDEV_REGISTRY_RETRIES", "4"))
+        self.retries = retries if retries is not None else int(setting("PUDEV_REGISTRY_RETRIES"))
         self.timeout = timeout
         self._http = transport.session(self.retries, backoff)
         self._verify = transport.ca_bundle()
@@ -105,18 +110,42 @@ class RegistryClient:
 
     def _scope_error(self, scope: str, status: int) -> PudevError:
         login = self._login()
-        who = f"the login from {login.source}" if login else "an anonymous request (no login found)"
+        who = f"the login from {_without_home(login.source)}" if login else "an anonymous request (no login found)"
         wanted = "; ".join(f"{name.split(':')[2]} on repository {name.split(':')[1]}" for name in scope.split())
         fix = ("an account or token that may push there (GHCR: a classic token with write:packages)"
                if "push" in scope else f"an account that may read it: `docker login {self.host}`")
-        return PudevError(f"{self.host} refused {wanted} for {who} (HTTP {status}); use {fix}")
+        # Registries answer so for a repository that does not exist too, rather than say whether it does.
+        return PudevError(f"{self.host} refused {wanted} for {who} (HTTP {status}); check the credentials and the "
+                          f"repository's permissions, and that the repository's name is right; use {fix}")
+
+    def _where(self, repository: str, reference: str = "") -> str:
+        """The image as `skopeo inspect docker://...` takes it: by digest with @, by tag with :."""
+        if not reference:
+            return f"{self.host}/{repository}"
+        return f"{self.host}/{repository}{'@' if reference.startswith('sha256:') else ':'}{reference}"
+
+    def _refused(self, repository: str, reference: str, asked: str, answer: requests.Response, *,
+                 missing: str = "the repository and the tag or digest exist") -> PudevError:
+        """One line for a registry that answered a request for `asked` with an error status, naming what to
+        check: for 404, that `missing`; for 401 and 403, the credentials and the repository's permissions."""
+        where, status, said = self._where(repository, reference), answer.status_code, _said(answer)
+        inspect = f"`skopeo inspect docker://{where}`" if reference else f"`skopeo list-tags docker://{where}`"
+        if status == 404:
+            return PudevError(f"{where}: the registry has no {asked} there (HTTP 404{said}); check that {missing}, "
+                              f"e.g. {inspect}")
+        if status in (401, 403):
+            return PudevError(f"{where}: the registry refused to read the {asked} (HTTP {status}{said}); check the "
+                              f"credentials (`docker login {self.host}`) and the repository's permissions")
+        return PudevError(f"{where}: the registry answered HTTP {status} for the {asked}{said}; check the repository "
+                          f"and the reference ({inspect}), then retry")
 
     # -- API -------------------------------------------------------------------------------------
     def ping(self) -> None:
         answer = self.request("GET", "/v2/")
         answer.close()
         if answer.status_code not in (200, 401):
-            raise PudevError(f"{self.host} is not a Docker registry (GET /v2/ answered {answer.status_code})")
+            raise PudevError(f"{self.host} is not a Docker registry (GET /v2/ answered {answer.status_code}); check "
+                             "the address: the registry's host[:port], not a web page's")
 
     def digest(self, repository: str, reference: str, *, push_scope: bool = False) -> str | None:
         """The manifest digest a tag points at, or None when the tag does not exist."""
@@ -126,14 +155,14 @@ class RegistryClient:
         if answer.status_code == 404:
             return None
         if answer.status_code != 200:
-            raise PudevError(f"{self.host}/{repository}:{reference}: registry answered {answer.status_code}")
+            raise self._refused(repository, reference, "manifest", answer)
         return answer.headers.get("Docker-Content-Digest") or None
 
     def manifest(self, repository: str, reference: str) -> tuple[bytes, str]:
         answer = self.request("GET", f"/v2/{repository}/manifests/{reference}", scope=f"repository:{repository}:pull",
                               headers={"Accept": ", ".join(MANIFEST_TYPES)})
         if answer.status_code != 200:
-            raise PudevError(f"{self.host}/{repository}@{reference}: registry answered {answer.status_code}")
+            raise self._refused(repository, reference, "manifest", answer)
         return answer.content, answer.headers.get("Content-Type", MANIFEST_TYPES[2])
 
     def tag(self, repository: str, digest: str, tag: str) -> None:
@@ -151,7 +180,7 @@ class RegistryClient:
             if answer.status_code == 404:
                 return tags
             if answer.status_code != 200:
-                raise PudevError(f"{self.host}/{repository}: listing tags answered {answer.status_code}")
+                raise self._refused(repository, "", "tag list", answer)
             tags += answer.json().get("tags") or []
             following = answer.links.get("next", {}).get("url")
             path = _path_of(following) if following else None
@@ -162,8 +191,9 @@ class RegistryClient:
                               scope=f"repository:{repository}:pull,push", headers={"Content-Type": media_type},
                               body=body)
         if answer.status_code not in (200, 201):
-            raise PudevError(f"{self.host}/{repository}:{reference}: storing the manifest answered "
-                             f"{answer.status_code} ({answer.text[:200]})")
+            raise PudevError(f"{self._where(repository, reference)}: storing the manifest answered HTTP "
+                             f"{answer.status_code}{_said(answer)}; check that the repository exists and that its "
+                             "layers and config were pushed before the manifest")
         return answer
 
     # -- blobs -----------------------------------------------------------------------------------
@@ -178,16 +208,19 @@ class RegistryClient:
                               stream=True)
         with answer:
             if answer.status_code != 200:
-                raise PudevError(f"{self.host}/{repository}: blob {digest[:19]} answered {answer.status_code}")
+                raise self._refused(repository, "", f"blob {digest[:19]}", answer,
+                                    missing="the repository holds the image this blob belongs to (push it again)")
             hasher, size = hashlib.sha256(), 0
             for chunk in answer.iter_content(CHUNK):
                 size += len(chunk)
                 if limit is not None and size > limit:
-                    raise PudevError(f"{self.host}/{repository}: blob {digest[:19]} is larger than {limit} bytes")
+                    raise PudevError(f"{self.host}/{repository}: blob {digest[:19]} is larger than {limit} bytes, "
+                                     "more than such a file holds; check that the digest names the artifact meant")
                 hasher.update(chunk)
                 sink.write(chunk)
         if f"sha256:{hasher.hexdigest()}" != digest:
-            raise PudevError(f"{self.host}/{repository}: blob {digest[:19]} does not match its digest")
+            raise PudevError(f"{self.host}/{repository}: blob {digest[:19]} does not match its digest (altered on "
+                             "the way, or stored damaged); retry, and check any proxy between here and the registry")
         return size
 
     def get_blob(self, repository: str, digest: str) -> bytes:
@@ -218,14 +251,36 @@ class RegistryClient:
         started = self.request("POST", f"/v2/{repository}/blobs/uploads/", scope=scope)
         location = started.headers.get("Location", "")
         if started.status_code != 202 or not location:
-            raise PudevError(f"{self.host}/{repository}: starting an upload answered {started.status_code}")
+            raise PudevError(f"{self.host}/{repository}: starting an upload answered HTTP {started.status_code}"
+                             f"{_said(started)}; check that the repository exists and that the login may push to it")
         separator = "&" if "?" in location else "?"
         query = urllib.parse.urlencode({"digest": digest})
         done = self.request("PUT", f"{_path_of(location)}{separator}{query}", scope=scope, body=data,
                             headers={"Content-Type": "application/octet-stream"})
         if done.status_code != 201:
-            raise PudevError(f"{self.host}/{repository}: uploading blob {digest[:19]} answered {done.status_code}")
+            raise PudevError(f"{self.host}/{repository}: uploading blob {digest[:19]} answered HTTP "
+                             f"{done.status_code}{_said(done)}; check that the login may push to the repository, "
+                             "then retry")
         return digest
+
+
+def _said(answer: requests.Response) -> str:
+    """The registry's own error code (`MANIFEST_UNKNOWN`, `DENIED`, ...) as `, CODE`: the first error of its JSON
+    body, never the raw body (one line, and nothing the registry echoed of the request)."""
+    try:
+        body = answer.json()
+    except (ValueError, RuntimeError, requests.RequestException):
+        return ""
+    errors = body.get("errors") if isinstance(body, dict) else None
+    code = errors[0].get("code") if isinstance(errors, list) and errors and isinstance(errors[0], dict) else None
+    return f", {code}" if isinstance(code, str) and code.replace("_", "").isalnum() and code.isascii() else ""
+
+
+def _without_home(source: str) -> str:
+    """Where credentials came from, with docker's config file named as docker names it, not by its path."""
+    path = str(credentials.config_path())
+    shown = "$DOCKER_CONFIG/config.json" if os.environ.get("DOCKER_CONFIG") else "~/.docker/config.json"
+    return source.replace(path, shown)
 
 
 def _path_of(location: str) -> str:

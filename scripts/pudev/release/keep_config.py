@@ -37,13 +37,24 @@ def tested_configs(release: str) -> dict[DiffIds, bytes]:
     ref = parse_digest_ref(release, flag=FLAG)
     client = RegistryClient(ref.target.api)
     repository = ref.target.repository
-    document = json.loads(client.manifest(repository, ref.digest)[0])
-    manifests = [json.loads(client.manifest(repository, child["digest"])[0])
-                 for child in document.get("manifests", [])] or [document]
-    configs: dict[DiffIds, bytes] = {}
-    for manifest in manifests:
-        config = client.get_blob(repository, manifest["config"]["digest"])
-        configs[tuple(json.loads(config)["rootfs"]["diff_ids"])] = config
+    try:
+        if client.digest(repository, ref.digest) is None:
+            raise PudevError(f"{ref.target.host} has no image {ref.digest[:19]} in {repository} (HTTP 404); check "
+                             f"the digest and the repository (`skopeo inspect docker://{release}`): RELEASE is what "
+                             "the layout was copied from, by the digest `pudev promote` printed")
+        document = json.loads(client.manifest(repository, ref.digest)[0])
+        manifests = [json.loads(client.manifest(repository, child["digest"])[0])
+                     for child in document.get("manifests", [])] or [document]
+        configs: dict[DiffIds, bytes] = {}
+        for manifest in manifests:
+            config = client.get_blob(repository, manifest["config"]["digest"])
+            configs[tuple(json.loads(config)["rootfs"]["diff_ids"])] = config
+    except PudevError as error:  # the registry's refusal, named as the argument that led there
+        raise PudevError(f"{FLAG} RELEASE: {error}") from None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise PudevError(f"{FLAG} RELEASE {release}: the registry's manifest or config there is not an image's; "
+                         "check that RELEASE names an image or an index of images (`skopeo inspect --raw "
+                         f"docker://{release}`)") from None
     return configs
 
 

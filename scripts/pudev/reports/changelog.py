@@ -5,7 +5,11 @@ packages that went up, down, in and out (the same comparison as `pudev manifest 
 
 `pudev new-torch` writes an entry from the matrix on release day; `pudev changelog A B`
 writes it again from the two published images, packages included. Entries are keyed, so
-the second replaces the first instead of adding another."""
+the second replaces the first instead of adding another.
+
+An entry goes only into a changelog this project writes (`is_changelog`) or a new file: any
+other file is refused, never replaced. What precedes the title (a byte-order mark, blank
+lines, HTML comments) is tolerated and kept."""
 
 from __future__ import annotations
 
@@ -13,13 +17,16 @@ import datetime
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pudev.common.cuda_drivers import driver_minimum
 from pudev.common.errors import PudevError
+from pudev.common.imageref import parse_image_ref
+from pudev.common.inputs import InputFile
 from pudev.common.table import markdown_table
 from pudev.paths import REPO_ROOT
-from pudev.reports.manifest_diff import Change, package_changes
+from pudev.reports.manifest_diff import REQUIRED, Change, package_changes
 
 CHANGELOG = REPO_ROOT / "CHANGELOG.md"
 
@@ -31,7 +38,13 @@ pair: torch, CUDA, both toolkits, the driver it needs, and the packages that cha
 tag policy is in the docs: Using the image > The variants). Entries are generated, newest first: by
 `pudev new-torch` on a torch release day, then again from the published images by `pudev changelog`.
 """
-_KEY = re.compile(r"^<!-- changelog: (?P<key>[^>]+) -->$", re.MULTILINE)
+TITLE = HEADER.splitlines()[0]
+_TITLE = re.compile(re.escape(TITLE) + r"[ \t]*\r?(?:\n|$)")
+_KEY = re.compile(r"^<!-- changelog: (?P<key>[^>]+) -->[ \t]*\r?$", re.MULTILINE)
+BOM = "\ufeff"
+DATE_FORMAT = "YYYY-MM-DD, e.g. 2026-12-22"
+# What AFTER and --before take: no variant name (that is `pudev manifest --diff`'s shortcut, not this command's).
+MANIFEST_FIX = "give a JSON file that `pudev manifest VARIANT` wrote (manifests/VARIANT.json), or an image"
 
 
 @dataclass(frozen=True)
@@ -174,28 +187,96 @@ def from_manifests(after: dict[str, Any], before: Sequence[dict[str, Any]], *, d
     return entry_for(state_of_manifest(after), [state for state, _ in previous], date=date, packages=packages)
 
 
-def with_entry(changelog: str, key: str, text: str) -> str:
-    """The changelog with `text` as entry `key`: in place of the entry of that key, else first."""
-    changelog = changelog if changelog.startswith("# Changelog") else HEADER
-    marks = list(_KEY.finditer(changelog))
+def _title_at(changelog: str) -> int | None:
+    """Where the title line starts, past a byte-order mark, blank lines and HTML comments (each on lines of
+    their own); None when what comes first is anything else."""
+    at = len(BOM) if changelog.startswith(BOM) else 0
+    while True:
+        while changelog.startswith((" ", "\t"), at):
+            at += 1
+        if changelog.startswith("<!--", at):
+            close = changelog.find("-->", at)
+            if close < 0:
+                return None
+            at = close + len("-->")
+        elif changelog.startswith(("\r\n", "\n"), at):
+            at = changelog.index("\n", at) + 1
+        else:
+            line_start = changelog[:at] in ("", BOM) or changelog[at - 1] == "\n"
+            return at if line_start and _TITLE.match(changelog, at) else None
+
+
+def is_changelog(text: str) -> bool:
+    """Whether `text` is a changelog this project writes, one an entry may go into: its first line is
+    `# Changelog` (after any byte-order mark, blank lines and HTML comments, which are kept), and what follows
+    holds keyed entries, or nothing but the header this module writes. A new (empty) file is no changelog:
+    the caller decides whether to start one."""
+    at = _title_at(text)
+    if at is None:
+        return False
+    body = text[at:]
+    if _KEY.search(body):
+        return True
+    return " ".join(body.split()) in (TITLE, " ".join(HEADER.split()))
+
+
+def _is_blank(text: str) -> bool:
+    return not text.strip(BOM + " \t\r\n")
+
+
+def with_entry(changelog: str, key: str, text: str, *, source: str = "CHANGELOG.md",
+               fix: str = "restore it (git checkout -- CHANGELOG.md), then run again") -> str:
+    """The changelog with `text` as entry `key`: in place of the entry of that key, else first. What precedes
+    the title (a byte-order mark, blank lines, comments) stays as it was; a blank `changelog` starts one.
+    Any other text is someone else's file: a one-line error naming `source`, with `fix`."""
+    if _is_blank(changelog):
+        changelog = (BOM if changelog.startswith(BOM) else "") + HEADER
+    elif not is_changelog(changelog):
+        raise PudevError(f"{source}: not a changelog pudev writes (its first line, past blank lines and comments, "
+                         f"is not '{TITLE}' followed by entries), so it was left as it is; {fix}")
+    at = _title_at(changelog) or 0
+    preamble, body = changelog[:at], changelog[at:]
+    marks = list(_KEY.finditer(body))
     for index, mark in enumerate(marks):
         if mark["key"] == key:
-            end = marks[index + 1].start() if index + 1 < len(marks) else len(changelog)
-            return changelog[:mark.start()] + text.rstrip("\n") + "\n\n" + changelog[end:].lstrip("\n")
-    first = marks[0].start() if marks else len(changelog)
-    head = changelog[:first].rstrip("\n") + "\n\n"
-    rest = changelog[first:]
-    return head + text.rstrip("\n") + "\n" + ("\n" + rest if rest else "")
+            end = marks[index + 1].start() if index + 1 < len(marks) else len(body)
+            return preamble + body[:mark.start()] + text.rstrip("\n") + "\n\n" + body[end:].lstrip("\n")
+    first = marks[0].start() if marks else len(body)
+    head = body[:first].rstrip("\n") + "\n\n"
+    rest = body[first:]
+    return preamble + head + text.rstrip("\n") + "\n" + ("\n" + rest if rest else "")
+
+
+def read_manifest_argument(item: str, source: str) -> dict[str, Any]:
+    """A manifest for `pudev changelog`: a JSON file `pudev manifest` wrote, or an image to read one from. Its
+    errors name `source`, the argument or flag that gave it (AFTER, --before): the changelog's own, never
+    `pudev manifest --diff`'s."""
+    if not (Path(item).exists() or item.endswith(".json") or parse_image_ref(item) is None):
+        from pudev.reports.manifest import read_manifest
+
+        try:
+            return read_manifest(item, build_hint=f"docker pull {item}, or pudev build VARIANT")
+        except PudevError as error:
+            raise PudevError(f"{source}: {error}", detail=error.detail, exit_code=error.exit_code) from None
+    file = InputFile(Path(item), "manifest", source, MANIFEST_FIX)
+    data = file.read_json()
+    if not isinstance(data, dict) or not all(key in data for key in REQUIRED) \
+            or not all(isinstance(data[key], list) for key in REQUIRED[1:]):
+        raise file.fail(f"is JSON but not a pudev manifest (it lacks {', '.join(REQUIRED)})")
+    return data
 
 
 def checked_date(text: str, flag: str) -> str:
-    """A calendar date written YYYY-MM-DD, or a one-line error naming `flag`."""
+    """A calendar date written YYYY-MM-DD, or a one-line error naming `flag`. An empty value is an error, not
+    today: leaving the flag out is how to ask for today's date."""
+    if not text.strip():
+        raise PudevError(f"{flag} is empty: write the date as {DATE_FORMAT}, or leave {flag} out for today's")
     try:
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
             return datetime.date.fromisoformat(text).isoformat()
     except ValueError:
         pass
-    raise PudevError(f"{flag} {text}: not a date; write YYYY-MM-DD, e.g. 2026-12-22")
+    raise PudevError(f"{flag} {text}: not a date; write it as {DATE_FORMAT}")
 
 
 def today() -> str:
