@@ -14,6 +14,7 @@ gate checks and docs/maintaining/architecture.md renders as a table:
   reports/   what a built image holds: build manifest and its diff, SBOM
   policy/    supply-chain policy: bases pinned by digest, the vulnerability gate's exceptions
   devtools/  what maintains the checkout: locks, stand-ins, release day (benchmarks: tools/)
+  host/      the host a user runs images on: its GPUs, driver and engine, and the tag for it (`pudev pick`)
   image/     runs INSIDE the container (verify, bench, gpumon, cuda-switch, record, selftest)
   mirror/    mirror rendering and switching, at build time and inside the image
   common/    standard-library code both sides share: errors, image refs, the variant and its fields

@@ -18,7 +18,7 @@ from pudev.paths import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "scripts" / "pudev"
 HOST_FOLDERS = ("cli", "config", "building", "engine", "registry", "testing", "release", "reports", "policy",
-                "devtools")
+                "devtools", "host")
 FOLDERS = (*HOST_FOLDERS, "image", "mirror", "common")
 
 

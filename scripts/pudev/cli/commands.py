@@ -39,6 +39,14 @@ def cmd_variants(request: Request) -> int:
     return 0
 
 
+def cmd_pick(request: Request) -> int:
+    from pudev.config.loader import load_matrix, variants_input
+    from pudev.host.pick import run_pick
+
+    matrix = load_matrix(variants_input(request.selection.variants_file))
+    return run_pick(matrix, json_output=request.options.json, out=sys.stdout)
+
+
 def cmd_plan(request: Request) -> int:
     from pudev.building.digests import FOR_PLAN, identify
 
@@ -346,8 +354,8 @@ def cmd_changelog(request: Request) -> int:
 
 
 HANDLERS = {
-    "variants": cmd_variants, "plan": cmd_plan, "build": cmd_build, "test": cmd_test, "jupyter": cmd_jupyter,
-    "tags": cmd_tags,
+    "variants": cmd_variants, "pick": cmd_pick, "plan": cmd_plan, "build": cmd_build, "test": cmd_test,
+    "jupyter": cmd_jupyter, "tags": cmd_tags,
     "manifest": cmd_manifest, "push": cmd_push, "promote": cmd_promote, "sbom": cmd_sbom,
     "keep-config": cmd_keep_config, "pin": cmd_pin,
     "matrix": cmd_matrix, "bake": cmd_bake,

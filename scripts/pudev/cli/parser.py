@@ -57,7 +57,7 @@ def add_selection_options(parser: argparse.ArgumentParser, uses: frozenset[str])
         build.add_argument("--no-cache", action="store_true", help="run every build step again (cache mounts stay)")
 
 
-def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.ArgumentParser:
+def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.ArgumentParser:  # noqa: PLR0915
     parser = OneLineParser(prog="pudev", description=description)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -74,6 +74,12 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
 
     variants = command("variants", "print the variant matrix", names="")
     variants.add_argument("--markdown", action="store_true", help="the README's variant table")
+    pick = command("pick", "which tag to take on this host: reads the GPUs and the driver (NVML, else nvidia-smi), "
+                           "says which tags run here and why each other one does not, and what would break a first "
+                           "`docker run --gpus`", names="", uses=frozenset())
+    pick.add_argument("--variants-file", default="", metavar="PATH",
+                      help="the matrix file (default: docker/variants.toml)")
+    pick.add_argument("--json", action="store_true", help="the answer as JSON")
     command("plan", "print the exact build command for variants, without running it", uses=planning)
     command("build", "build variants (tags only on success)", uses=planning)
     test = command("test", "run the in-image suite in a fresh container: VARIANT (a local build) or "

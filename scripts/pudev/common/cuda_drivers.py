@@ -21,17 +21,31 @@ MINIMUM_DRIVER: dict[str, tuple[str, str]] = {
 COMPAT_FLOOR = {"11": "450.80.02", "12": "525.60.13", "13": "580"}
 
 
-def driver_minimum(cuda: str) -> str:
-    """The oldest Linux driver that runs CUDA `cuda`, as the docs and the changelog state it: the
-    minor-version compatibility floor, and CUDA's own minimum where that is higher and known."""
+def driver_floors(cuda: str) -> tuple[str, str]:
+    """(the oldest Linux driver that runs CUDA `cuda`, the oldest that fully supports it), "" for both where
+    neither is known: the minor-version compatibility floor, and CUDA's own minimum where that is higher and
+    known. A floor of one driver branch (13.x: 580) is that branch's first release when the full minimum is in
+    it, so there the two are the same."""
     full, compat = MINIMUM_DRIVER.get(cuda, ("", COMPAT_FLOOR.get(cuda.split(".")[0], "")))
     floor = compat or full
     if not floor:
-        return "unknown"
-    # A floor of one driver branch (13.x: 580) is that branch's first release when the full minimum is in it.
+        return "", ""
     if full and version_tuple(full)[0] > version_tuple(floor)[0]:
-        return f"≥ {floor} (full support: ≥ {full})"
-    return f"≥ {full or floor}"
+        return floor, full
+    return full or floor, full or floor
+
+
+def driver_minimum(cuda: str) -> str:
+    """The oldest Linux driver that runs CUDA `cuda`, as the docs and the changelog state it."""
+    runs, full = driver_floors(cuda)
+    if not runs:
+        return "unknown"
+    return f"≥ {runs} (full support: ≥ {full})" if full != runs else f"≥ {runs}"
+
+
+def driver_at_least(driver: str, floor: str) -> bool:
+    """Whether driver `driver` (550.120) is `floor` (525.60.13, or a branch: 580) or newer."""
+    return version_tuple(driver) >= version_tuple(floor)
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

@@ -52,17 +52,28 @@ def variants_markdown(matrix: Matrix) -> str:
     return markdown_table(HEADERS, [_row(variant) for variant in matrix.every_build()])
 
 
-def _gpus(variant: Variant) -> str:
-    """The GPU generations the variant's torch runs on, from the oldest its CUDA build carries kernels for
-    to the newest of the image's arch list (newer GPUs of that major run its code too)."""
+def gpu_span(variant: Variant) -> tuple[str, str]:
+    """The compute capabilities the variant's torch runs on: from the oldest its CUDA build carries kernels
+    for to the newest of the image's arch list (newer GPUs of that major run its code too)."""
     low = torch_oldest(variant.cuda, variant.platform)
     high = max((entry.removesuffix("+PTX") for entry in variant.default.arch_list.split(";")), key=capability_of)
+    return low, high
+
+
+def runs_on(variant: Variant, capability: str) -> bool:
+    """Whether the variant's torch runs on a GPU of this compute capability: the tag table's GPU columns
+    (and `pudev pick`) say so by this rule alone."""
+    low, high = gpu_span(variant)
+    return capability_of(low) <= capability_of(capability) and capability_of(capability)[0] <= capability_of(high)[0]
+
+
+def _gpus(variant: Variant) -> str:
+    """The GPU generations the variant's torch runs on (gpu_span), with the cards people know."""
+    low, high = gpu_span(variant)
     span = f"{arch_name(low)} to {arch_name(high)}" if arch_name(low) != arch_name(high) else arch_name(low)
     text = f"{span} ({sm_name(low)} to {sm_name(high)})"
     cards = {key: (name,) for key, name in ARM_GPUS.items()} if variant.platform == "linux/arm64" else AMD64_GPUS
-    examples = [name for capability, names in cards.items() for name in names
-                if capability_of(low) <= capability_of(capability) and
-                capability_of(capability)[0] <= capability_of(high)[0]]
+    examples = [name for capability, names in cards.items() for name in names if runs_on(variant, capability)]
     # GeForce cards first, as one series ("GeForce RTX 30, RTX 40"), then the data-centre and embedded ones.
     geforce = [name.removeprefix("GeForce ") for name in examples if name.startswith("GeForce ")]
     others = ", ".join(name for name in examples if not name.startswith("GeForce "))
@@ -70,12 +81,16 @@ def _gpus(variant: Variant) -> str:
     return text + (f": {named}" if named else "")
 
 
+def newest_first(matrix: Matrix) -> list[tuple[str, Variant]]:
+    """The variants in the tag table's order: newest torch first, `latest` first among them, then newest CUDA."""
+    return sorted(matrix.variants.items(), reverse=True,
+                  key=lambda item: (item[1].torch_release, item[1].latest, release(item[1].cuda)))
+
+
 def tags_markdown(matrix: Matrix) -> str:
     """Which tag for my GPU and driver: one row per variant, newest torch first, `latest` first among them."""
     rows = []
-    order = sorted(matrix.variants.items(), reverse=True,
-                   key=lambda item: (item[1].torch_release, item[1].latest, release(item[1].cuda)))
-    for name, variant in order:
+    for name, variant in newest_first(matrix):
         builds = matrix.builds.get(name, {variant.platform: variant})
         amd64, arm64 = builds.get("linux/amd64"), builds.get("linux/arm64")
         tags = f"`{name}`" + (", `latest`" if variant.latest else "")

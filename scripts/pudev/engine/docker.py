@@ -179,6 +179,12 @@ def last_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
+def engine_answer() -> Versions:
+    """What `docker version` says of the engine, its server part empty where none answers: for checks that
+    report rather than stop (`pudev pick`). No client at all still raises PudevError."""
+    return versions.server_now(docker_cli())
+
+
 def require_daemon() -> None:
     """Fail with the fix when no engine answers."""
     answer = versions.server_now(docker_cli())
