@@ -1,5 +1,6 @@
 # PyTorch Universal Dev: thin aliases over the `pudev` CLI. `make help` lists them.
-# The first target that needs it creates .venv (requirements/dev.txt + pudev).
+# The first target that needs it creates .venv: a user's targets (build, jupyter, pick) install pudev
+# and its own few dependencies alone; the maintainers' targets add the test toolset (requirements/dev.txt).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -15,34 +16,50 @@ export PUDEV_DOCKER := $(DOCKER)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help venv host-setup build-all build-local jupyter check test test-local lint unit e2e lock standins bench-build bench-ext dist-stress docs docs-serve clean
+.PHONY: help cli venv host-setup pick build build-all build-local jupyter check test test-local lint unit e2e lock standins bench-build bench-ext dist-stress docs docs-serve clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 	@echo "  Variants: see 'make venv && $(PUDEV) variants'. Docker client: make DOCKER=/path/to/docker ..."
 
+$(VENV)/.cli: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -e .
+	@touch $@
+
 $(VENV)/.installed: requirements/dev.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements/dev.txt -e .
-	@touch $@
+	@touch $@ $(VENV)/.cli
 
-venv: $(VENV)/.installed ## create the project's virtual environment
+cli: $(VENV)/.cli ## create .venv with pudev alone: what building and running an image needs
+
+venv: $(VENV)/.installed ## create .venv with the maintainers' test toolset too
 
 host-setup: ## install/start what the tests need (Docker engine, debootstrap, shellcheck, registry)
 	sh scripts/host-setup.sh all
 
 # Behind a Docker Hub block: a registry mirror or pull-through proxy that serves Docker Hub's images under a prefix.
 PULL_MIRROR ?=
-# What `make jupyter` runs: IMAGE=REF, else make build-local's build of the newest line (the last profile).
+# What `make jupyter` runs: IMAGE=REF (any image), VARIANT=NAME (its build here), PROFILE=NAME (a stand-in
+# build, by name only), else the build of the tag `pudev pick` takes for this host.
 IMAGE ?=
+VARIANT ?=
+PROFILE ?=
 
-build-%: venv ## build one variant from the official images, e.g. make build-cu118 (PULL_MIRROR=HOST/PATH behind a Docker Hub block)
+pick: cli ## which tag runs on this host (its GPUs and driver), and what would break a first docker run --gpus
+	$(PUDEV) pick
+
+build: cli ## build the tag `make pick` takes, from the official images (PULL_MIRROR=HOST/PATH behind a Docker Hub block)
+	tag=$$($(PUDEV) pick --tag) && $(PUDEV) build "$$tag" $(if $(PULL_MIRROR),--pull-mirror $(PULL_MIRROR))
+
+build-%: cli ## build one variant from the official images, e.g. make build-cu118 (PULL_MIRROR as above)
 	$(PUDEV) build $* $(if $(PULL_MIRROR),--pull-mirror $(PULL_MIRROR))
 
-jupyter: venv ## JupyterLab on make build-local's newest build (or IMAGE=REF), with the quick start's docker run flags
-	$(PUDEV) jupyter $(if $(IMAGE),--image $(IMAGE),--profile $$($(PUDEV) profiles | tail -n 1))
+jupyter: cli ## JupyterLab on `make build`'s image (or IMAGE=REF, VARIANT=NAME, PROFILE=NAME), with the quick start's docker run flags
+	$(if $(IMAGE),$(PUDEV) jupyter --image $(IMAGE),$(if $(PROFILE),$(PUDEV) jupyter --profile $(PROFILE),$(if $(VARIANT),$(PUDEV) jupyter $(VARIANT),tag=$$($(PUDEV) pick --tag) && $(PUDEV) jupyter "$$tag")))
 
-build-all: venv ## build every variant in docker/variants.toml
+build-all: cli ## build every variant in docker/variants.toml
 	$(PUDEV) build all $(if $(PULL_MIRROR),--pull-mirror $(PULL_MIRROR))
 
 build-local: venv host-setup standins ## build every stand-in profile (no registry or NVIDIA access needed)

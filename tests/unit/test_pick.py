@@ -296,6 +296,8 @@ def test_the_command_answers_from_a_fake_nvml_and_any_matrix(matrix_file: WriteM
     document = json.loads(capsys.readouterr().out)
     assert document["take"] == "cu130" and document["gpus"][0]["capability"] == "9.0"
     assert {item["tag"] for item in document["tags"]} == {"cu121", "cu129", "cu130"}
+    assert main(["pick", "--variants-file", str(path), "--tag"]) == 0
+    assert capsys.readouterr().out == "cu130\n"  # what `make build` and `make jupyter` read
 
 
 def test_no_tag_that_runs_is_one_line_after_the_table(matrix_file: WriteMatrix, monkeypatch: pytest.MonkeyPatch,
@@ -304,6 +306,10 @@ def test_no_tag_that_runs_is_one_line_after_the_table(matrix_file: WriteMatrix, 
     monkeypatch.setattr(pick, "native_platform", lambda: AMD64)
     line = fails(["pick", "--variants-file", str(matrix_file(three_lines()))], capsys)
     assert "no tag of variants.toml runs on this host" in line and "NVIDIA driver" in line
+    assert main(["pick", "--variants-file", str(matrix_file(three_lines())), "--tag"]) != 0
+    captured = capsys.readouterr()
+    assert captured.out == ""  # a script reading the tag gets nothing, and the exit and one line say why
+    assert "no tag of variants.toml runs on this host" in captured.err and len(captured.err.splitlines()) == 1
 
 
 # What would break a first `docker run --gpus`, each in the words of its troubleshooting entry.

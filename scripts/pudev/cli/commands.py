@@ -44,7 +44,8 @@ def cmd_pick(request: Request) -> int:
     from pudev.host.pick import run_pick
 
     matrix = load_matrix(variants_input(request.selection.variants_file))
-    return run_pick(matrix, json_output=request.options.json, out=sys.stdout)
+    return run_pick(matrix, output="json" if request.options.json else "tag" if request.options.tag else "text",
+                    out=sys.stdout)
 
 
 def cmd_plan(request: Request) -> int:

@@ -79,7 +79,10 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
                            "`docker run --gpus`", names="", uses=frozenset())
     pick.add_argument("--variants-file", default="", metavar="PATH",
                       help="the matrix file (default: docker/variants.toml)")
-    pick.add_argument("--json", action="store_true", help="the answer as JSON")
+    answer = pick.add_mutually_exclusive_group()
+    answer.add_argument("--json", action="store_true", help="the answer as JSON")
+    answer.add_argument("--tag", action="store_true",
+                        help="only the tag to take, for scripts (`make build` and `make jupyter` read it)")
     command("plan", "print the exact build command for variants, without running it", uses=planning)
     command("build", "build variants (tags only on success)", uses=planning)
     test = command("test", "run the in-image suite in a fresh container: VARIANT (a local build) or "

@@ -79,10 +79,14 @@ def as_json(found: Answer) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False)
 
 
-def run_pick(matrix: Matrix, *, json_output: bool, out: TextIO) -> int:
-    """Print the answer; no tag that runs here is a failure, after the table that says why."""
+def run_pick(matrix: Matrix, *, output: str, out: TextIO) -> int:
+    """Print the answer (`text`, `json`, or the `tag` alone); no tag that runs here is a failure, after the
+    table that says why (with `tag`, the one line alone: a script reads the tag from stdout)."""
     found = answer(matrix)
-    print(as_json(found) if json_output else render(found), file=out)
+    if output != "tag":
+        print(as_json(found) if output == "json" else render(found), file=out)
+    elif found.choice.tag:
+        print(found.choice.tag, file=out)
     if not found.choice.tag:
         raise PudevError(f"no tag of {matrix.path.name} runs on this host: {found.choice.why}")
     return 0
