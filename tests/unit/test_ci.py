@@ -791,3 +791,186 @@ def test_the_pull_request_carries_every_file_the_move_wrote_over_a_stale_branch(
     assert set(filter(None, changed)) == {"M\tREADME.zh-CN.md", "D\trequirements/lock/torch9.8.0-py3.12.txt",
                                           "A\trequirements/lock/torch9.9.0-py3.12.txt"}
     assert "pr create --head new-torch/9.9.0" in (tmp_path / "gh.txt").read_text()
+
+
+# --- What a fork must set up: every name the workflows read is in the fork notes, and the runs warn where a
+# missing setting would otherwise pass in silence.
+
+FORKING = REPO_ROOT / "docs/publishing/forking.md"
+# `vars.X`, `secrets.X`, `inputs.X` (also `github.event.inputs.X`), and the index form `vars['X']`.
+REFERENCE = re.compile(r"\b(vars|secrets|inputs)\s*(?:\.\s*([A-Za-z_][\w-]*)|\[\s*['\"]([^'\"]+)['\"]\s*\])")
+
+
+def _strings(node: object) -> list[str]:
+    """Every string in a parsed workflow, keys and values (comments are not read: they reference nothing)."""
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [text for key, value in node.items() for text in _strings(key) + _strings(value)]
+    if isinstance(node, list):
+        return [text for item in node for text in _strings(item)]
+    return []
+
+
+def _references(workflows: list[dict[Any, Any]]) -> dict[str, set[str]]:
+    """The names each kind (vars, secrets, inputs) is read under, across the parsed workflows."""
+    found: dict[str, set[str]] = {"vars": set(), "secrets": set(), "inputs": set()}
+    for workflow in workflows:
+        for text in _strings(workflow):
+            for kind, dotted, indexed in REFERENCE.findall(text):
+                found[kind].add(dotted or indexed)
+    return found
+
+
+def _named_in_tables(page: str) -> set[str]:
+    """The `names` in the first cell of each table row of a page: what its tables explain."""
+    cells = [line.split("|")[1] for line in page.splitlines() if line.startswith("|") and line.count("|") > 2]
+    return {name for cell in cells for name in re.findall(r"`([^`]+)`", cell)}
+
+
+def _unexplained(workflows: list[dict[Any, Any]], page: str) -> list[str]:
+    """Each `vars.X`, `secrets.X` and `inputs.X` the workflows read that the page's tables never name."""
+    named = _named_in_tables(page)
+    return sorted(f"{kind}.{name}" for kind, names in _references(workflows).items() for name in names
+                  if name not in named)
+
+
+def test_the_fork_notes_name_every_secret_variable_and_input_the_workflows_read() -> None:
+    """A secret or variable added to a workflow without a row in docs/publishing/forking.md fails here, so a fork
+    never meets one only when its run breaks."""
+    workflows = [_workflow(path) for path in WORKFLOWS]
+    found = _references(workflows)
+    # What the workflows read today (so the parsing itself is checked too): a change here is a new row.
+    assert found["secrets"] >= {"CANDIDATE_REGISTRY_TOKEN", "NEW_TORCH_TOKEN"}
+    assert found["vars"] >= {"GPU_RUNNER_LABEL", "ARM64_RUNNERS", "NEW_TORCH_REGISTRY", "NEW_TORCH_INDEX"}
+    assert found["inputs"] >= {"first-run", "version"}
+    missing = _unexplained(workflows, FORKING.read_text())
+    assert not missing, f"the workflows read {missing}, which no table row of {FORKING.name} names: add one"
+
+
+def test_the_fork_notes_check_fails_for_a_name_they_leave_out() -> None:
+    """The same check on a workflow that reads a variable, a secret and an input the notes do not name."""
+    workflow = _workflow(NEW_TORCH)
+    step = {"run": "true", "if": "vars['NEW_SWITCH'] != ''",
+            "env": {"A": "${{ vars.NEW_VARIABLE }}", "B": "${{ secrets.NEW_SECRET }}",
+                    "C": "${{ github.event.inputs.new-input }}"}}
+    workflow["jobs"]["check"]["steps"].append(step)
+    assert _unexplained([workflow], FORKING.read_text()) == [
+        "inputs.new-input", "secrets.NEW_SECRET", "vars.NEW_SWITCH", "vars.NEW_VARIABLE"]
+    # A name written only in prose, not in a table row, does not count as explained.
+    assert _unexplained([_workflow(NEW_TORCH)], "`NEW_TORCH_TOKEN` is explained in a sentence.\n") != []
+
+
+def test_the_fork_notes_say_how_to_turn_release_day_on() -> None:
+    page = FORKING.read_text()
+    for needed in ("gh workflow enable new-torch.yml", "Enable workflow", "60 days without activity",
+                   "Allow GitHub Actions to create and approve pull requests", "ubuntu-24.04-arm",
+                   "github.event.repository.fork"):
+        assert needed in page, needed
+    # The setting is spelled as the workflow that needs it spells it.
+    assert "Allow GitHub Actions to create and approve pull requests" in NEW_TORCH.read_text()
+    # The scheduled workflow the notes name is the one that has a schedule.
+    scheduled = [path.name for path in WORKFLOWS if "schedule" in (_workflow(path).get("on") or _workflow(path)[True])]
+    assert scheduled == ["new-torch.yml"]
+
+
+def _schedule_step() -> dict[str, Any]:
+    _, step = _step("matrix", "actions/workflows/new-torch.yml")
+    return step
+
+
+def _run_schedule_step(tmp_path: Path, gh_body: str, fork: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    step = _schedule_step()
+    gh = tmp_path / "bin/gh"
+    gh.parent.mkdir(exist_ok=True)
+    gh.write_text(f"#!/bin/sh\necho \"$@\" > {tmp_path / 'gh.txt'}\n{gh_body}\n")
+    gh.chmod(0o755)
+    result = _run_step(step["run"], tmp_path, {"PATH": f"{gh.parent}:/usr/bin:/bin", "GH_TOKEN": "t",
+                                                "REPOSITORY": "Some-Owner/pytorch-universal-dev", "FORK": fork})
+    return result, (tmp_path / "github_step_summary").read_text()
+
+
+def test_the_matrix_job_reads_release_days_state_and_holds_no_more_than_that() -> None:
+    job = _jobs()["matrix"]
+    assert job["permissions"] == {"contents": "read", "actions": "read"}
+    step = _schedule_step()
+    assert _never_for_pull_requests(step["if"])
+    assert step["env"] == {"GH_TOKEN": "${{ github.token }}", "REPOSITORY": "${{ github.repository }}",
+                           "FORK": "${{ github.event.repository.fork }}"}
+    # After the matrices: a warning never stands in the way of the build.
+    assert _step("matrix", "pudev matrix")[0] < _steps("matrix").index(step)
+
+
+@pytest.mark.parametrize(("state", "fork", "why"), [
+    ("disabled_fork", "true", "GitHub turns scheduled workflows off in a new fork"),
+    ("disabled_inactivity", "false", "after 60 days without activity"),
+    ("disabled_manually", "false", "new-torch.yml is off (disabled_manually)"),
+])
+def test_a_release_day_that_is_off_is_a_warning_in_the_run_and_its_summary(tmp_path: Path, state: str, fork: str,
+                                                                           why: str) -> None:
+    result, summary = _run_schedule_step(tmp_path, f"echo {state}", fork)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "gh.txt").read_text().split() == [
+        "api", "repos/Some-Owner/pytorch-universal-dev/actions/workflows/new-torch.yml", "--jq", ".state"]
+    warning = result.stdout.strip()
+    assert warning.startswith("::warning title=Release day's schedule is off::") and why in warning
+    assert "gh workflow enable new-torch.yml" in warning and "Actions > new-torch > Enable workflow" in warning
+    assert summary.startswith("> [!WARNING]\n> ") and why in summary
+
+
+@pytest.mark.parametrize("fork", ["true", "false"])
+def test_an_active_release_day_says_nothing(tmp_path: Path, fork: str) -> None:
+    result, summary = _run_schedule_step(tmp_path, "echo active", fork)
+    assert result.returncode == 0 and result.stdout == "" and summary == ""
+
+
+def test_a_state_that_cannot_be_read_warns_a_fork_only(tmp_path: Path) -> None:
+    broken = "echo 'HTTP 403: Resource not accessible by integration' >&2; exit 1"
+    result, summary = _run_schedule_step(tmp_path, broken, "true")
+    assert result.returncode == 0, result.stderr
+    assert "This repository is a fork" in result.stdout and "could not be read" in summary
+    assert "gh workflow enable new-torch.yml" in summary
+    upstream, upstream_summary = _run_schedule_step(tmp_path, broken, "false")
+    assert upstream.returncode == 0 and upstream.stdout == "" and upstream_summary == ""
+
+
+def _gpu_note_step() -> tuple[int, dict[str, Any]]:
+    return _step("publish", "promoted without a GPU half")
+
+
+def _run_gpu_note(tmp_path: Path, label: str, arches: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    _, step = _gpu_note_step()
+    release = "ghcr.io/some-owner/pytorch-universal-dev@sha256:" + "a" * 64
+    result = _run_step(step["run"], tmp_path, {"VARIANT": "cu132", "ARCHES": arches, "GPU_RUNNER_LABEL": label,
+                                                "RELEASE": release})
+    return result, (tmp_path / "github_step_summary").read_text()
+
+
+def test_the_gpu_note_follows_promotion_on_every_real_publish() -> None:
+    index, step = _gpu_note_step()
+    promote, _ = _step("publish", "pudev promote")
+    assert index == promote + 1  # said as soon as the tags moved, before anything else can fail
+    assert step["if"] == "${{ !inputs.first-run }}"  # the stand-in needs the CPU half only, by design
+    assert step["env"] == {"RELEASE": "${{ steps.promote.outputs.release }}",
+                           "GPU_RUNNER_LABEL": "${{ vars.GPU_RUNNER_LABEL }}"}
+    # The same variable that decides the build's required halves and whether the GPU job runs.
+    assert "vars.GPU_RUNNER_LABEL == ''" in _jobs()["build"]["env"]["REQUIRED_TESTS_ARGS"]
+    assert "vars.GPU_RUNNER_LABEL != ''" in _jobs()["gpu-test"]["if"]
+
+
+@pytest.mark.parametrize("arches", ["amd64", "amd64 arm64"])
+def test_promoting_without_a_gpu_runner_is_a_warning(tmp_path: Path, arches: str) -> None:
+    result, summary = _run_gpu_note(tmp_path, "", arches)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("::warning title=cu132 promoted without a GPU half::cu132 was promoted (ghcr.io/")
+    assert "GPU_RUNNER_LABEL is empty" in result.stdout and "no test ran on a GPU" in result.stdout
+    assert summary.startswith("> [!WARNING]\n> cu132 was promoted") and "GPU_RUNNER_LABEL" in summary
+
+
+def test_with_a_gpu_runner_only_the_arm64_image_is_noted(tmp_path: Path) -> None:
+    result, summary = _run_gpu_note(tmp_path, "gpu-h100", "amd64 arm64")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("::notice title=cu132 on arm64 without a GPU half::")
+    assert "[!NOTE]" in summary and "linux/arm64" in summary
+    quiet, quiet_summary = _run_gpu_note(tmp_path, "gpu-h100", "amd64")
+    assert quiet.returncode == 0 and quiet.stdout == "" and quiet_summary == ""
