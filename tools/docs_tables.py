@@ -84,6 +84,13 @@ def variants() -> str:
     return variants_markdown(load_matrix(VARIANTS_FILE))
 
 
+def variants_zh() -> str:
+    from pudev.config.loader import load_matrix
+    from pudev.config.variant_table import variants_markdown_zh
+
+    return variants_markdown_zh(load_matrix(VARIANTS_FILE))
+
+
 def tags() -> str:
     from pudev.config.loader import load_matrix
     from pudev.config.variant_table import tags_markdown
@@ -346,7 +353,8 @@ def download_size() -> str:
 
 
 GENERATORS: dict[str, Callable[[], str]] = {
-    "variants": variants, "tags": tags, "tags-zh": tags_zh, "test-times": test_times, "build-speed": build_speed,
+    "variants": variants, "variants-zh": variants_zh, "tags": tags, "tags-zh": tags_zh, "test-times": test_times,
+    "build-speed": build_speed,
     "build-speed-by-store": build_speed_by_store,
     "build-sizes": build_sizes, "ext-bench": ext_bench, "compile-peaks": compile_peaks, "arm64-costs": arm64_costs,
     "layering": layering, "ext-threads": ext_threads, "download-size": download_size,

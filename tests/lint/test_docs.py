@@ -20,6 +20,7 @@ DOCS = REPO_ROOT / "docs"
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 CODE_SPAN = re.compile(r"`([^`\n]+)`")
+HTML_ANCHOR = re.compile(r'^<a id="([\w-]+)"></a>$', re.MULTILINE)
 
 
 def _mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
@@ -39,6 +40,8 @@ def test_a_broken_link_or_anchor_fails_the_strict_build(tmp_path: Path, link: st
     """Keeps the gate honest: the same build on a copy with one link broken must fail and say which."""
     shutil.copy(REPO_ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
     shutil.copy(REPO_ROOT / "CHANGELOG.md", tmp_path / "CHANGELOG.md")  # the changelog page includes it
+    (tmp_path / "tools").mkdir()
+    shutil.copy(REPO_ROOT / "tools" / "docs_hooks.py", tmp_path / "tools" / "docs_hooks.py")  # mkdocs.yml's hook
     shutil.copytree(DOCS, tmp_path / "docs")
     index = tmp_path / "docs" / "index.md"
     index.write_text(index.read_text() + f"\n[broken]({link})\n")
@@ -77,7 +80,7 @@ def _relative_links(text: str) -> list[str]:
 def test_every_readme_link_resolves(readme: Path) -> None:
     """The READMEs sit outside MkDocs' docs_dir, so their links are checked here: the file exists, and an
     anchor names a heading of that file, under MkDocs' rules and GitHub's alike (both render it); into a
-    Chinese page, whose headings carry `{#id}`, under GitHub's."""
+    Chinese page, the `<a id>` above a heading (or GitHub's slug of the heading)."""
     links = _relative_links(readme.read_text())
     assert any(link.startswith("docs/") for link in links), f"{readme.name} no longer links into docs/"
     broken = []
@@ -90,12 +93,12 @@ def test_every_readme_link_resolves(readme: Path) -> None:
             headings = [line.lstrip("#").strip() for line in target.read_text().splitlines()
                         if re.match(r"#{1,6} ", line)]
             if target.name.endswith(".zh.md"):
-                # A Chinese heading declares the site's anchor as `{#id}`, which GitHub shows as text and folds
-                # into its own anchor: a README, read on GitHub, needs GitHub's.
-                if anchor not in {_github_slug(heading) for heading in headings}:
-                    ours = [_github_slug(heading) for heading in headings if heading.endswith(f"{{#{anchor}}}")]
-                    broken.append(f"{link}: GitHub gives no heading of {target.name} that anchor"
-                                  + (f"; it is #{ours[0]}" if ours else ""))
+                # A Chinese heading's anchor is the `<a id="..."></a>` above it, which GitHub and the site both
+                # honour (tests/lint/test_translations.py); GitHub's own slug of the heading works there too.
+                anchors = set(HTML_ANCHOR.findall(target.read_text())) | {_github_slug(h) for h in headings}
+                if anchor not in anchors:
+                    broken.append(f"{link}: {target.name} has no <a id=\"{anchor}\"></a> nor a heading GitHub "
+                                  "gives that anchor")
             elif anchor not in _heading_ids(target):
                 broken.append(f"{link}: {target.name} has no heading with the anchor #{anchor}")
             elif anchor not in {_github_slug(heading) for heading in headings}:
@@ -156,3 +159,14 @@ def test_every_toolkit_the_docs_switch_to_is_in_an_image() -> None:
     assert shown, "the docs show no cuda-switch VERSION"
     wrong = sorted(f"{page}: cuda-switch {version}" for page, version in shown if version not in shipped)
     assert not wrong, f"no image has these toolkits ({', '.join(sorted(shipped))}): {wrong}"
+
+
+def test_the_site_folds_a_chinese_headings_anchor_into_the_heading() -> None:
+    """tools/docs_hooks.py: GitHub's `<a id>` line above a heading becomes the site's `{#id}` on it, so the
+    site's heading ids (permalinks, table of contents) stay the English ones; a code block is left alone."""
+    from docs_hooks import fold_anchors
+
+    page = ('<a id="the-lines"></a>\n## 版本线\n\n<a id="loose"></a>\n\n## 别的\n'
+            '```html\n<a id="code"></a>\n# 代码\n```\n')
+    assert fold_anchors(page) == ('## 版本线 {#the-lines}\n\n<a id="loose"></a>\n\n## 别的\n'
+                                  '```html\n<a id="code"></a>\n# 代码\n```\n')

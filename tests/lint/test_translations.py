@@ -1,7 +1,9 @@
 """Every page a user reads has a Simplified Chinese translation beside it (`page.zh.md`, and
 README.zh-CN.md), and the two cannot drift: the same commands and code blocks (comments may be
 translated), the same generated tables, the same sections under the same anchors, and prose that is
-Chinese."""
+Chinese. A Chinese page reads right on GitHub too, where README.zh-CN.md sends readers: it links the
+Chinese twin of a page wherever one exists, and no heading shows a `{#id}` (GitHub ignores attr_list; the
+anchor is an `<a id="..."></a>` line above the heading, which tools/docs_hooks.py folds back for the site)."""
 
 from __future__ import annotations
 
@@ -21,14 +23,19 @@ USER_PAGES = sorted([*(DOCS / name for name in ("index.md", "quickstart.md", "tr
                      *((DOCS / "using").glob("*.md")), *((DOCS / "clusters").glob("*.md"))])
 PAIRS = [(REPO_ROOT / "README.md", REPO_ROOT / "README.zh-CN.md"),
          *((page, page.with_suffix(".zh.md")) for page in USER_PAGES if not page.name.endswith(".zh.md"))]
-# The README is GitHub's page, which ignores {#id}: only the site's pages keep the anchors.
+# The README is GitHub's page only: the site's pages keep the English anchors.
 SITE_PAIRS = PAIRS[1:]
+# What a Chinese reader opens on GitHub.
+CHINESE_PAGES = [REPO_ROOT / "README.zh-CN.md", *sorted(DOCS.rglob("*.zh.md"))]
 FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)```", re.MULTILINE | re.DOTALL)
 GENERATED = re.compile(r"<!-- ([\w-]+):start -->")
 # The Chinese page renders the same table in Chinese.
-GENERATED_ZH = {"tags": "tags-zh"}
+GENERATED_ZH = {"tags": "tags-zh", "variants": "variants-zh"}
 HEADING = re.compile(r"^(#{1,6}) (.+?)\s*$", re.MULTILINE)
-EXPLICIT_ID = re.compile(r"\s*\{#([\w-]+)\}$")
+# A Chinese heading's anchor: the HTML anchor on the line above it, which GitHub and the site both honour.
+ANCHORED = re.compile(r'^(?:<a id="([\w-]+)"></a>\n)?#{1,6} (.+?)\s*$', re.MULTILINE)
+# attr_list's `{#id}`, which GitHub shows as text.
+ATTR_ID = re.compile(r"\{#[\w-]*\}")
 # A shell, YAML or Dockerfile comment: from a # at the start of a line or after a space, to the end.
 COMMENT = re.compile(r"(^|\s)#(?![!{]).*$")
 COMMENTED = {"sh", "bash", "console", "yaml", "dockerfile", "toml", "python", ""}
@@ -80,13 +87,14 @@ def english_anchors(page: Path) -> list[str]:
 
 
 def chinese_anchors(text: str) -> list[str]:
-    """The `{#id}` each heading of a Chinese page declares (a Chinese heading has no English slug)."""
-    text = FENCE.sub("", text)
-    anchors = []
-    for _, heading in HEADING.findall(text):
-        match = EXPLICIT_ID.search(heading)
-        anchors.append(match.group(1) if match else f"(no {{#id}} on '{heading}')")
-    return anchors
+    """The anchor each heading of a Chinese page declares, as `<a id="..."></a>` on the line above it (a
+    Chinese heading has no English slug)."""
+    return [anchor or f"(no <a id> above '{heading}')" for anchor, heading in ANCHORED.findall(FENCE.sub("", text))]
+
+
+def ids_in_headings(text: str) -> list[str]:
+    """Each heading that shows an attr_list `{#id}`, which GitHub prints as text."""
+    return [heading for _, heading in HEADING.findall(FENCE.sub("", text)) if ATTR_ID.search(heading)]
 
 
 def prose(text: str) -> str:
@@ -117,13 +125,21 @@ def test_a_user_page_has_a_chinese_page(english: Path, chinese: Path) -> None:
     assert chinese.exists(), f"{english.relative_to(REPO_ROOT)} has no Chinese page: write {chinese.name}"
 
 
-def test_the_chinese_readme_links_the_chinese_pages() -> None:
-    """README.zh-CN.md is read on GitHub, which opens the very file a link names: a link to `docs/X.md` shows
-    the English page even where `docs/X.zh.md` exists. (The docs' own Chinese pages may link `X.md`: on the
-    site the i18n plugin resolves it to the Chinese twin, and the English page where there is none.)"""
-    wrong = english_links_with_a_twin(README_ZH.read_text(), README_ZH.parent)
-    assert not wrong, "README.zh-CN.md links English pages that have a Chinese twin; link the twin instead:\n" + \
+@pytest.mark.parametrize("page", CHINESE_PAGES, ids=lambda path: path.relative_to(REPO_ROOT).as_posix())
+def test_a_chinese_page_links_the_chinese_pages(page: Path) -> None:
+    """GitHub opens the very file a link names: a link to `X.md` shows the English page even where `X.zh.md`
+    exists. (On the site the i18n plugin resolves `X.zh.md` and `X.md` alike, so the twin works there too.)"""
+    name = page.relative_to(REPO_ROOT).as_posix()
+    wrong = english_links_with_a_twin(page.read_text(), page.parent)
+    assert not wrong, f"{name} links English pages that have a Chinese twin; link the twin instead:\n" + \
         "\n".join(f"({link}): link {twin.relative_to(REPO_ROOT)}" for link, twin in wrong)
+
+
+@pytest.mark.parametrize("page", CHINESE_PAGES, ids=lambda path: path.relative_to(REPO_ROOT).as_posix())
+def test_no_chinese_heading_shows_its_id_on_github(page: Path) -> None:
+    shown = ids_in_headings(page.read_text())
+    assert not shown, (f"{page.relative_to(REPO_ROOT)}: GitHub shows these `{{#id}}` as text; put "
+                       '`<a id="ID"></a>` on the line above the heading instead:\n' + "\n".join(shown))
 
 
 @pytest.mark.parametrize(("english", "chinese"), PAIRS, ids=_ids(PAIRS))
@@ -160,8 +176,15 @@ def test_the_checks_can_fail() -> None:
     assert code_blocks(english) == code_blocks("```sh\nmake test   # 全部测试\n```\n")
     assert code_blocks(english) != code_blocks("```sh\nmake check   # 全部测试\n```\n")
     assert code_blocks("```text\nfix (x): y\n```\n") != code_blocks("```text\nfix (x): z\n```\n")
-    assert chinese_anchors("## 快速上手 {#quick-start}\n## 排错\n") == ["quick-start", "(no {#id} on '排错')"]
+    assert chinese_anchors('<a id="quick-start"></a>\n## 快速上手\n## 排错\n') == [
+        "quick-start", "(no <a id> above '排错')"]
+    assert ids_in_headings("## 快速上手 {#quick-start}\n正文 {#not-a-heading}\n```sh\n# {#in-code}\n```\n") == [
+        "快速上手 {#quick-start}"]
+    assert ids_in_headings('<a id="quick-start"></a>\n## 快速上手\n') == []
     links = ("[快速上手](docs/quickstart.md#1-pick-a-tag)、[测试](docs/maintaining/tests.md)、[排错](docs/faq.zh.md)、"
              "[英文版](docs/index.md)")
     assert english_links_with_a_twin(links, REPO_ROOT) == [("docs/quickstart.md#1-pick-a-tag",
                                                            DOCS / "quickstart.zh.md")]
+    # A docs page's sibling, as `docs/using/variants.zh.md` links it.
+    assert english_links_with_a_twin("[ARM 主机](arm.md)、[排错](../troubleshooting.zh.md#x)",
+                                     DOCS / "using") == [("arm.md", DOCS / "using" / "arm.zh.md")]

@@ -95,3 +95,42 @@ def test_the_build_table_shows_every_sample_behind_a_median_and_what_users_pull_
     assert "a pin changed in the rest of the packages (tqdm)" in table and "42 MB pulled again" in table
     assert "<= 80 MB pulled" in table and "<= 80%" in table
     assert "| the image's own layers, compressed | 500 MB |" in docs_tables.build_sizes()
+
+
+SAME_IN_CHINESE = {"torch", "CUDA", "Python", "amd64 GPU", "arm64 GPU"}
+
+
+def _cells(table: str) -> list[list[str]]:
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()]
+
+
+@pytest.mark.parametrize(("english", "chinese"), [("variants", "variants-zh"), ("tags", "tags-zh")])
+def test_a_chinese_page_renders_the_same_matrix_in_chinese(english: str, chinese: str) -> None:
+    """The Chinese table holds the English one's rows, from the matrix, under Chinese headers and with
+    Chinese words and punctuation where the English cells have words."""
+    ours, theirs = _cells(GENERATORS[english]()), _cells(GENERATORS[chinese]())
+    assert len(ours) == len(theirs) and all(len(a) == len(b) for a, b in zip(ours, theirs, strict=True))
+    # A header is Chinese, or a name that reads the same in Chinese.
+    untranslated = [header for header in theirs[0] if not any("\u4e00" <= char <= "\u9fff" for char in header)
+                    and header not in SAME_IN_CHINESE]
+    assert not untranslated, f"the {chinese} table's headers are English: {untranslated}"
+    # Versions are the matrix's own values: the same in both languages (the variants' platform, torch, CUDA
+    # and Python; the tags' torch and CUDA).
+    same = slice(1, 5) if english == "variants" else slice(1, 3)
+    assert [row[same] for row in ours[2:]] == [row[same] for row in theirs[2:]]
+    body = "\n".join("|".join(row) for row in theirs[2:])
+    for word in (" to ", "wheels from", "default index", " (latest)", "full support", "| no |", "; "):
+        assert word not in body, f"the {chinese} table still says {word!r}"
+
+
+def test_the_chinese_variant_table_translates_each_note() -> None:
+    from pudev.config.loader import load_matrix
+    from pudev.config.variant_table import HEADERS, VARIANT_HEADERS_ZH, variants_markdown_zh
+    from pudev.paths import VARIANTS_FILE
+
+    assert set(VARIANT_HEADERS_ZH) == set(HEADERS), "each column of the variant table needs its Chinese header"
+    table = variants_markdown_zh(load_matrix(VARIANTS_FILE))
+    assert table.startswith("| 变体 | 平台 | torch | CUDA | Python | 基础镜像 |")
+    if "wheels" in GENERATORS["variants"]():
+        assert "的 wheel（取自 https://" in table  # an arm64 build from torch's wheels  # noqa: RUF001
+    assert "（latest）" in table  # noqa: RUF001

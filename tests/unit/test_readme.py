@@ -15,9 +15,12 @@ README = REPO_ROOT / "README.md"
 
 
 @pytest.mark.parametrize(("page", "name"), [("README.md", "tags"), ("docs/using/variants.md", "tags"),
-                                           ("docs/using/variants.md", "variants")])
+                                           ("docs/using/variants.md", "variants"), ("README.zh-CN.md", "tags-zh"),
+                                           ("docs/using/variants.zh.md", "tags-zh"),
+                                           ("docs/using/variants.zh.md", "variants-zh")])
 def test_the_matrix_tables_are_generated_from_it(page: str, name: str) -> None:
-    """Which tag for my GPU and driver (README and docs), and the whole matrix (docs)."""
+    """Which tag for my GPU and driver (README and docs), and the whole matrix (docs); the Chinese pages
+    show the Chinese rendering of each."""
     body = block((REPO_ROOT / page).read_text(), markers(name))
     assert body is not None, f"{page} lost its <!-- {name}:start/end --> markers"
     assert body == GENERATORS[name](), f"{page}'s {name} table is out of date: run `make docs`"

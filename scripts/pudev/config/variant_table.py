@@ -114,7 +114,38 @@ def tags_markdown_zh(matrix: Matrix) -> str:
     return "\n".join([f"| {' | '.join(HEADERS_ZH)} |", rule, *rows])
 
 
+# The variant table for the Chinese pages: each column's header (every column needs one: a new column
+# without its Chinese header fails here, not on the page), and the cells that hold words.
+VARIANT_HEADERS_ZH = {"variant": "变体", "platform": "平台", "torch": "torch", "CUDA": "CUDA", "Python": "Python",
+                      "base": "基础镜像", "toolkits (* = CUDA_HOME)": "工具包（* 为 CUDA_HOME）",  # noqa: RUF001
+                      "arch list (CUDA_HOME)": "架构列表（CUDA_HOME 的）"}  # noqa: RUF001
+
+
+def base_text_zh(variant: Variant) -> str:
+    """base_text in Chinese: the official image, or the one the build makes from torch's wheels."""
+    if variant.base == "wheels":
+        index = variant.torch_index or "默认索引"
+        return f"{variant.base_image} + torch {variant.torch} 的 wheel（取自 {index}）"  # noqa: RUF001
+    return variant.base_image
+
+
+CELLS_ZH: dict[str, Callable[[Variant], str]] = {
+    **CELLS,
+    "name": lambda variant: variant.name + ("（latest）" if variant.latest else ""),  # noqa: RUF001
+    "base_image": base_text_zh,
+}
+
+
+def variants_markdown_zh(matrix: Matrix) -> str:
+    """variants_markdown for the Chinese pages: the same rows from the matrix, with Chinese headers and words."""
+    rows = [[CELLS_ZH[name](variant) if name in CELLS_ZH else as_text(value)
+             for name, contract, value in travelling_values(variant) if contract.column]
+            for variant in matrix.every_build()]
+    return markdown_table([VARIANT_HEADERS_ZH[header] for header in HEADERS], rows)
+
+
 MARKERS = markers("variants")
+MARKERS_ZH = markers("variants-zh")
 TAGS_MARKERS = markers("tags")
 TAGS_ZH_MARKERS = markers("tags-zh")
 
@@ -126,9 +157,10 @@ def with_table(readme: str, matrix: Matrix) -> str:
 
 
 def with_tables(text: str, matrix: Matrix) -> str:
-    """A page's text with every table the matrix renders (the variants, which tag for my GPU, in English and
-    Chinese) replaced."""
+    """A page's text with every table the matrix renders (the variants and which tag for my GPU, each in
+    English and Chinese) replaced."""
     text = replace_block(with_table(text, matrix), TAGS_MARKERS, tags_markdown(matrix))
+    text = replace_block(text, MARKERS_ZH, variants_markdown_zh(matrix))
     return replace_block(text, TAGS_ZH_MARKERS, tags_markdown_zh(matrix))
 
 
