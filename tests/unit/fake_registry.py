@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 BLOB = b"layer bytes " * 1000
@@ -147,3 +148,11 @@ def fake_registry(setup: Callable[[State], None] = lambda state: None) -> Iterat
     with _serve(_handler(state, "storage")) as storage, _serve(_handler(state, "registry")) as registry:
         state.storage_address = storage
         yield registry, state
+
+
+def login(config: Path, host: str, user: str, password: str) -> None:
+    """docker's config.json in the folder `config` (DOCKER_CONFIG), logged in to `host` as `user`."""
+    from pudev.registry.credentials import Credentials
+
+    auth = Credentials(user, password, "").basic()
+    (config / "config.json").write_text(json.dumps({"auths": {host: {"auth": auth}}}))

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_registry import MANIFEST_DIGEST, fake_registry
+from fake_registry import MANIFEST_DIGEST, fake_registry, login
 from memory_registry import RELEASE, MemoryRegistry, digest_of
 
 from pudev.cli import main
 from pudev.common.errors import PudevError
 from pudev.registry.client import RegistryClient
-from pudev.registry.credentials import Credentials
 from pudev.registry.oci import DOCKER_MANIFEST, OCI_CONFIG, OCI_INDEX, OCI_MANIFEST, OCI_ZSTD_LAYER
 from pudev.release import keep_config
 
@@ -167,10 +166,6 @@ def docker_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return config
 
 
-def _login(config: Path, host: str, user: str, password: str) -> None:
-    auth = Credentials(user, password, "").basic()
-    (config / "config.json").write_text(json.dumps({"auths": {host: {"auth": auth}}}))
-
 
 def _layout(folder: Path) -> Path:
     layout = Layout(folder)
@@ -178,12 +173,12 @@ def _layout(folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize(("login", "names"), [
+@pytest.mark.parametrize(("user", "names"), [
     ("pusher", ("RELEASE", "no image sha256:dddd", "team/img", "digest", "repository", "skopeo inspect")),
     (None, ("RELEASE", "team/img", "credentials", "docker login", "permissions")),
 ])
 def test_a_release_the_registry_lacks_or_refuses_names_what_to_check(
-        login: str | None, names: tuple[str, ...], tmp_path: Path, docker_config: Path,
+        user: str | None, names: tuple[str, ...], tmp_path: Path, docker_config: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     """A digest the registry lacks (404), or a registry that refuses the request (401: no login): one line that
     names the digest, the repository and the credentials to check, not `registry answered 404`; the layout is
@@ -191,8 +186,8 @@ def test_a_release_the_registry_lacks_or_refuses_names_what_to_check(
     layout = _layout(tmp_path / "layout")
     before = {path: path.read_bytes() for path in layout.rglob("*") if path.is_file()}
     with fake_registry() as (address, _):
-        if login:
-            _login(docker_config, address, login, "s3cret")
+        if user:
+            login(docker_config, address, user, "s3cret")
         assert main(["keep-config", f"{address}/team/img@sha256:{'d' * 64}", str(layout)]) == 2
     error = capsys.readouterr().err
     assert len(error.strip().splitlines()) == 1 and "Traceback" not in error, error
@@ -211,7 +206,7 @@ def test_every_registry_refusal_names_what_to_check(call: str, names: tuple[str,
     the secret, nor the path of docker's config."""
     with fake_registry() as (address, _):
         if call != "anonymous":
-            _login(docker_config, address, "reader", "r3ad")  # may pull, may not push
+            login(docker_config, address, "reader", "r3ad")  # may pull, may not push
         client = RegistryClient(address, retries=0)
         with pytest.raises(PudevError) as refused:
             if call == "tag":

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_registry import BLOB, BLOB_DIGEST, MANIFEST_DIGEST, State, fake_registry
+from fake_registry import BLOB, BLOB_DIGEST, MANIFEST_DIGEST, State, fake_registry, login
 
 from pudev.common.errors import PudevError
 from pudev.common.imageref import parse_image_ref
@@ -28,10 +28,6 @@ def docker_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     return tmp_path
 
-
-def login(config: Path, host: str, user: str, password: str) -> None:
-    auth = Credentials(user, password, "").basic()
-    (config / "config.json").write_text(json.dumps({"auths": {host: {"auth": auth}}}))
 
 
 @pytest.fixture
