@@ -1,13 +1,15 @@
 """`pudev new-torch [VERSION]`: move the newest line to a torch release, variant by variant, as its
 official images appear. `--check` prints where each variant stands (what the workflow asks first);
 the move is made in a scratch copy and lands in the tree only when every step succeeded; `--dry-run`
-makes the whole move there and prints what it would change."""
+makes the whole move there and prints what it would change. Every run first finishes an apply an
+earlier one left half done (transaction.recover)."""
 
 from __future__ import annotations
 
 import difflib
 import re
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -23,7 +25,7 @@ from pudev.devtools.new_torch.pages_edit import refresh
 from pudev.devtools.new_torch.readiness import Plan, decide, line_of, model_of, platforms_of
 from pudev.devtools.new_torch.relock import relock
 from pudev.devtools.new_torch.standins_edit import edit_standins, needed_toolkits
-from pudev.devtools.new_torch.transaction import changes, scratch_copy, step, swap_in
+from pudev.devtools.new_torch.transaction import changes, recover, scratch_copy, step, swap_in
 from pudev.paths import REPO_ROOT
 from pudev.registry.client import RegistryClient
 from pudev.registry.names import api_host
@@ -80,6 +82,11 @@ def ask(options: Options, data: dict[str, Any]) -> Answers:
 
 
 def run(options: Options, out: TextIO) -> int:
+    # Before anything reads the tree: a half-applied move is finished, so no run (--check and --dry-run
+    # included) decides from a half-moved tree. Said on stderr: the workflow reads stdout's first line.
+    said = recover(REPO_ROOT, also=[options.variants_file] if options.variants_file else [])
+    if said:
+        print(said, file=sys.stderr)
     text, data = checked(options)
     answers = ask(options, data)
     plan = decide(data, answers)
