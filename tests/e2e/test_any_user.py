@@ -2,7 +2,8 @@
 clusters start it. Kubernetes runAsUser N without a group (uid N, gid N), OpenShift's
 random uid with gid 0, and pyxis/enroot or a Kubernetes `command:`, which bypass the
 entrypoint (--entrypoint ""). Also: every input the entrypoint and JupyterLab's start
-read, sent bad, gives one line and a non-zero exit at once."""
+read, sent bad, gives one line and a non-zero exit at once, and so does a read-only root without
+its home mount. The Kubernetes read-only example runs, as the docker flags its mounts translate to."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import secrets
 import subprocess
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from e2e_support import QUICK_HEALTH, LocalImage, run_removed
 from jupyter_client_lite import JupyterServer, free_port
 
 from pudev.engine.containers import TrackedContainer
+from pudev.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 HEALTH = "{{.State.Health.Status}}"
@@ -106,6 +109,10 @@ BAD_INPUTS = {
     "JUPYTER_ROOT_DIR=/nope": (["--env", "JUPYTER_ROOT_DIR=/nope"], "start-jupyter: JUPYTER_ROOT_DIR='/nope' is"),
     "PUDEV_JUPYTER_NO_AUTH=yes": (["--env", "PUDEV_JUPYTER_NO_AUTH=yes"],
                                   "start-jupyter: PUDEV_JUPYTER_NO_AUTH='yes' is not usable"),
+    # The old Kubernetes advice as docker flags: the cache and /tmp writable, the rest of the home not.
+    "read-only root without the home mount": (
+        ["--read-only", "--tmpfs", "/tmp", "--tmpfs", "/home/dev/.cache:exec,uid=1000,gid=1000"],
+        "start-jupyter: JupyterLab needs /home/dev/.local/share/jupyter/runtime, but /home/dev"),
     "JUPYTER_PORT, jupyter lab without the entrypoint": (
         [*NO_ENTRYPOINT, "--env", "JUPYTER_PORT=notaport"], "jupyter: JUPYTER_PORT='notaport' is not usable"),
 }
@@ -122,3 +129,94 @@ def test_a_bad_input_is_one_line_and_a_quick_exit(local_image: LocalImage, case:
     assert result.returncode == 2, (result.returncode, lines[-20:])
     assert len(lines) == 1 and lines[0].startswith(expected), lines[-20:]
     assert elapsed < (30 if command else 15), f"{elapsed:.1f} s"
+
+
+READ_ONLY_MANIFEST = REPO_ROOT / "examples" / "kubernetes" / "jupyterlab-readonly.yaml"
+
+
+def kubernetes_flags(manifest: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The docker options and command a Pod's security settings and volumes stand for: its uid and group,
+    a read-only root, no capabilities or escalation, and each emptyDir as an exec tmpfs the pod's uid can
+    write (/dev/shm is Docker's own). The claim at /workspace becomes one too."""
+    spec = manifest["spec"]
+    (container,) = spec["containers"]
+    pod, own = spec["securityContext"], container["securityContext"]
+    options = ["--user", f"{pod['runAsUser']}:{pod['runAsGroup']}", "--group-add", str(pod["fsGroup"]),
+               *NO_ENTRYPOINT]  # `command:` replaces the entrypoint
+    assert own["readOnlyRootFilesystem"] is True and own["capabilities"]["drop"] == ["ALL"]
+    options += ["--read-only", "--cap-drop", "ALL"]
+    if own.get("allowPrivilegeEscalation") is False:
+        options += ["--security-opt", "no-new-privileges"]
+    kinds = {volume["name"]: volume for volume in spec["volumes"]}
+    for mount in container["volumeMounts"]:
+        volume, path = kinds[mount["name"]], mount["mountPath"]
+        if path == "/dev/shm":
+            continue
+        assert "emptyDir" in volume or "persistentVolumeClaim" in volume, volume
+        # exec, as an emptyDir; owned by the pod's uid, since runc gives a tmpfs on a folder the image has that
+        # folder's mode (/home/dev: 2775) and ignores mode=, where kubelet's emptyDir is world-writable
+        options += ["--tmpfs", f"{path}:exec,uid={pod['runAsUser']},gid={pod['runAsGroup']}"]
+    return options, list(container["command"])
+
+
+def test_jupyterlab_answers_with_the_kubernetes_read_only_mounts(local_image: LocalImage) -> None:
+    """examples/kubernetes/jupyterlab-readonly.yaml's uid (4242), read-only root and emptyDir volumes, as
+    docker flags: JupyterLab answers, and a kernel's HOME is the mounted home. About 4 s."""
+    from ruamel.yaml import YAML
+
+    pod = next(doc for doc in YAML(typ="safe").load_all(READ_ONLY_MANIFEST.read_text()) if doc["kind"] == "Pod")
+    options, command = kubernetes_flags(pod)
+    assert options[:2] == ["--user", "4242:4242"] and "/home/dev:exec,uid=4242,gid=4242" in options, options
+    token, port = secrets.token_hex(16), free_port()
+    container = TrackedContainer(local_image.tag, purpose="anyuser-k8s-readonly", options=[
+        *QUICK_HEALTH, "--publish", f"127.0.0.1:{port}:8888", "--env", f"JUPYTER_TOKEN={token}", *options])
+    with container:
+        container.start(command)
+        assert container.wait_for(HEALTH, "healthy", timeout=180) == "healthy", container.logs()[-3000:]
+        server = JupyterServer(port=port, token=token)
+        assert server.request("GET", "api/status")[0] == 200
+        status, kernel = server.request("POST", "api/kernels", {"name": "python3"})
+        assert status == 201
+        seen = server.run_code(kernel["id"], "import os; print(os.getuid(), os.environ['HOME'])").strip()
+        assert seen.splitlines()[-1:] == ["4242 /home/dev"], seen
+
+
+EXTENSION = ("from torch.utils.cpp_extension import load_inline; "
+             "load_inline('tiny', cpp_sources='int add(int a, int b) { return a + b; }', functions=['add'])")
+
+
+@pytest.mark.allow_log(r"Traceback \(most recent call last\)", r"OSError: \[Errno 30\] Read-only file system")
+def test_an_extension_build_without_the_home_mount_names_it_first(local_image: LocalImage) -> None:
+    """A read-only root with only /tmp: one line naming the mount, before torch's traceback. About 2 s."""
+    result = _run(local_image, ["--read-only", "--tmpfs", "/tmp"], ["python", "-c", EXTENSION], timeout=300)
+    lines = result.stderr.splitlines()
+    said = [index for index, line in enumerate(lines) if line.startswith("pudev: torch builds extensions in ")]
+    traceback = [index for index, line in enumerate(lines) if line.startswith("Traceback")]
+    assert result.returncode != 0 and len(said) == 1 and traceback and said[0] < traceback[0], lines[-20:]
+    assert "/home/dev/.cache/torch_extensions, but /home/dev" in lines[said[0]], lines[said[0]]
+    assert lines[said[0]].endswith("is read-only: add --tmpfs /home/dev:exec,uid=1000,gid=1000 "
+                                   "(Kubernetes: an emptyDir at /home/dev)"), lines[said[0]]
+    assert "Read-only file system" in lines[-1], lines[-3:]
+
+
+def test_an_arbitrary_uid_on_a_noexec_home_is_told_before_the_build(local_image: LocalImage) -> None:
+    """uid 4242 on a read-only root with only /tmp: HOME falls back to /tmp/home-4242, noexec; the build's
+    first import says so (the issue's `failed to map segment` otherwise comes after a full compile). About 5 s."""
+    result = _run(local_image, ["--read-only", "--tmpfs", "/tmp", "--user", "4242:4242"],
+                  ["python", "-c", "import torch.utils.cpp_extension"], timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr.splitlines()[:1] == [  # first, before torch's own "No CUDA runtime is found" line
+        "pudev: torch builds extensions in /tmp/home-4242/.cache/torch_extensions, but /tmp/home-4242 is on a "
+        "noexec mount, so a library built there cannot load: add --tmpfs /home/dev:exec,uid=4242,gid=4242 "
+        "(Kubernetes: an emptyDir at /home/dev)"], result.stderr[-2000:]
+
+
+def test_pudev_uid_0_is_warned_about_and_runs_as_root(local_image: LocalImage) -> None:
+    """`-e PUDEV_UID="$(id -u)"` from a host logged in as root: one line, the command as root, dev untouched."""
+    result = _run(local_image, ["--user", "0", "--env", "PUDEV_UID=0", "--env", "PUDEV_GID=0"],
+                  ["sh", "-c", "id -u; id -u dev; stat -c %u /home/dev"])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "1000", "1000"]
+    assert result.stderr.splitlines()[:1] == [  # first, before torch's own "No CUDA runtime is found" line
+        "pudev-entrypoint: PUDEV_UID=0 is root: the command runs as root and dev keeps its ids (for files owned by "
+        "your host user, start as that user, not root)"]

@@ -157,9 +157,27 @@ def _hardened_options() -> list[str]:
     return options
 
 
-def test_hardened_run_serves_and_runs_a_kernel(local_image: LocalImage) -> None:
+HARDENED_USERS = {"image user": "1000:1000", "4242:4242": "4242:4242", "4242:0": "4242:0"}
+
+
+def _as_user(options: list[str], user: str) -> list[str]:
+    """The page's other-user variant: `--user U:G`, and the home tmpfs given to U:G in place of 1000:1000."""
+    uid, gid = user.split(":")
+    home = [option.replace("uid=1000,gid=1000", f"uid={uid},gid={gid}") if option.startswith("/home/dev:") else option
+            for option in options]
+    assert home != options or user == "1000:1000", options  # the page's home mount names the image user's ids
+    return home if user == "1000:1000" else [*home, "--user", user]
+
+
+@pytest.mark.parametrize("user", HARDENED_USERS)
+def test_hardened_run_serves_and_runs_a_kernel(local_image: LocalImage, user: str) -> None:
+    """The documented hardened run, as the image user and as an arbitrary uid (the `--user` variants the page
+    shows): JupyterLab answers, a kernel starts, and a C++ extension compiles, imports and is cached, so a new
+    kernel loads it without building again. 24-28 s each on a 2-core runner (measured), most of it the first build."""
     port = free_port()
-    options = [*_hardened_options(), *QUICK_HEALTH, "--tmpfs", "/workspace:uid=1000,gid=1000",
+    uid, gid = HARDENED_USERS[user].split(":")
+    options = [*_as_user(_hardened_options(), HARDENED_USERS[user]), *QUICK_HEALTH,
+               "--tmpfs", f"/workspace:uid={uid},gid={gid}",
                "--publish", f"127.0.0.1:{port}:8888", "--env", "JUPYTER_TOKEN=hardened"]
     container = TrackedContainer(local_image.tag, purpose="hardened", options=options)
     container.start()
@@ -171,10 +189,21 @@ def test_hardened_run_serves_and_runs_a_kernel(local_image: LocalImage) -> None:
         assert status == 201
         assert server.run_code(kernel["id"], "import torch; print(torch.__version__)").strip().startswith("2.")
         assert container.exec(["touch", "/opt/pudev/x"]).returncode != 0  # the root filesystem is read-only
-        # A notebook builds and loads a C++ extension there (the docs mount .cache with exec), and `pudev verify`
-        # names what a read-only folder or a noexec tmpfs (here /tmp, Docker's default) would break.
+        # Every uid's HOME is the one exec tmpfs, so a notebook builds and loads a C++ extension there.
         built = server.run_code(kernel["id"], TINY_EXTENSION, timeout=300)
         assert built.strip().splitlines()[-1:] == ["5"], built  # after torch's own "No CUDA runtime is found" line
+        assert "pudev:" not in built, built  # no missing mount, and the compiler cache is on (under the home)
+        # Cached: a new kernel loads the built module without building it again (the .so is not rewritten).
+        status, second = server.request("POST", "api/kernels", {"name": "python3"})
+        assert status == 201
+        again = server.run_code(second["id"], CACHED_EXTENSION, timeout=300).strip().splitlines()[-1:]
+        assert again[:1] and again[0].startswith("home=/home/dev built=1 same=True "), again
+        assert float(again[0].split("seconds=")[1].split()[0]) < 30, again
+        assert again[0].endswith(" add=5"), again
+        assert container.exec(["test", "-d", "/home/dev/.cache/ccache"]).returncode == 0  # ccache's fallback
+        if user != "image user":
+            return
+        # `pudev verify` names what a read-only folder or a noexec tmpfs (here /tmp, Docker's default) would break.
         for folder, says in (("", "ok  "), ("/tmp/ext", "is on a noexec mount"), ("/opt/ext", "is not writable")):
             env = {"TORCH_EXTENSIONS_DIR": folder} if folder else {}
             verify = container.exec(["pudev", "verify", "--cpu"], env=env).stdout
@@ -182,10 +211,22 @@ def test_hardened_run_serves_and_runs_a_kernel(local_image: LocalImage) -> None:
             assert says in row and (folder or "/home/dev/.cache/torch_extensions") in row, row
 
 
-TINY_EXTENSION = """
+TINY_SOURCE = "int add(int a, int b) { return a + b; }"
+TINY_EXTENSION = f"""
 from torch.utils.cpp_extension import load_inline
-tiny = load_inline("tiny", cpp_sources="int add(int a, int b) { return a + b; }", functions=["add"])
+tiny = load_inline("tiny", cpp_sources="{TINY_SOURCE}", functions=["add"])
 print(tiny.add(2, 3))
+"""
+CACHED_EXTENSION = f"""
+import glob, os, time
+from torch.utils.cpp_extension import load_inline
+built = glob.glob(os.path.expanduser("~/.cache/torch_extensions/*/tiny/tiny*.so"))
+before = [os.stat(path).st_mtime_ns for path in built]
+started = time.monotonic()
+tiny = load_inline("tiny", cpp_sources="{TINY_SOURCE}", functions=["add"])
+seconds = time.monotonic() - started
+same = [os.stat(path).st_mtime_ns for path in built] == before
+print(f"home={{os.environ['HOME']}} built={{len(built)}} same={{same}} seconds={{seconds:.1f}} add={{tiny.add(2, 3)}}")
 """
 
 

@@ -151,3 +151,21 @@ def test_the_sbatch_script_uses_pyxis_and_is_sound_shell() -> None:
         pytest.fail("shellcheck is not installed: sudo apt-get install shellcheck (make host-setup does it)")
     result = subprocess.run([checker, "--shell=bash", str(SBATCH)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout
+
+
+def test_the_read_only_jupyterlab_pod_runs_any_uid_with_every_mount_it_needs() -> None:
+    """readOnlyRootFilesystem, a uid that is not the image's, and an emptyDir at the home (HOME for any uid:
+    ~/.local, ~/.cache) and at /tmp; the rest as jupyterlab.yaml. tests/e2e/test_any_user.py runs these mounts."""
+    documents = {doc["kind"]: doc for doc in _documents(EXAMPLES / "kubernetes" / "jupyterlab-readonly.yaml")}
+    spec = documents["Pod"]["spec"]
+    (container,) = spec["containers"]
+    pod = spec["securityContext"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["runAsUser"] not in (0, 1000) and pod["runAsGroup"] == pod["fsGroup"] and pod["runAsNonRoot"]
+    volumes = {volume["name"]: volume for volume in spec["volumes"]}
+    mounted = {mount["mountPath"]: volumes[mount["name"]] for mount in container["volumeMounts"]}
+    for path in ("/home/dev", "/tmp"):
+        assert "emptyDir" in mounted[path] and "medium" not in mounted[path]["emptyDir"], path
+    assert container["command"] == ["start-jupyter"]
+    assert "persistentVolumeClaim" in mounted["/workspace"] and "emptyDir" in mounted["/dev/shm"]
+    assert documents["Service"]["spec"]["type"] == "ClusterIP"

@@ -144,3 +144,17 @@ def test_no_commands_folder_without_an_absolute_home() -> None:
     environ = {"HOME": "relative", "PATH": "/usr/bin"}
     home.add_user_bin(environ)
     assert environ["PATH"] == "/usr/bin"
+
+
+def test_any_uid_takes_a_writable_image_home_before_tmp(tmp_path: Path, nameless: None,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hardened run mounts one tmpfs at /home/dev that belongs to the uid it runs as (4242:4242, no passwd
+    entry, in no group of the image's): that uid gets it as HOME (exec, unlike /tmp), and no /tmp/home-UID."""
+    shared = tmp_path / "home-of-dev"
+    shared.mkdir()
+    monkeypatch.setattr(home, "_home_of", lambda name: str(shared) if name == "dev" else "")
+    for start in ("/", "", "/nonexistent"):
+        environ = {"HOME": start, "PUDEV_USER": "dev"}
+        assert home.ensure(environ, uid=4242, parent=str(tmp_path)) == {
+            "HOME": str(shared), "USER": "uid-4242", "LOGNAME": "uid-4242"}
+    assert not (tmp_path / "home-4242").exists()

@@ -160,3 +160,20 @@ def test_the_helper_needs_to_know_which_set() -> None:
     result = subprocess.run(["sh", RUN_HOOKS, "echo", "ran"], capture_output=True, text=True, timeout=30, check=False)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == f"{PREFIX}pudev-run-hooks: expected system or user, then the command; got 'echo'\n"
+
+
+def test_pudev_uid_0_is_warned_about_and_changes_no_user(tmp_path: Path) -> None:
+    """-e PUDEV_UID="$(id -u)" from a host logged in as root: one line, and neither usermod, groupmod nor chown
+    runs (stubs first on PATH say if they do); the start then goes on as whoever started it, as without the
+    variables (here it stops at the image's home.sh, which this host lacks)."""
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for name in ("usermod", "groupmod", "chown", "setpriv"):
+        _hook(stubs, name, f'#!/bin/sh\necho "STUB {name} $*" >&2\n', executable=True)
+    result = subprocess.run(["sh", str(BIN / "pudev-entrypoint"), "echo", "ran"], capture_output=True, text=True,
+                            env={"PATH": f"{stubs}:{os.environ['PATH']}", "PUDEV_USER": "root", "PUDEV_UID": "0",
+                                 "PUDEV_GID": "0"}, timeout=30, check=False)
+    lines = result.stderr.splitlines()
+    assert lines[:1] == [f"{PREFIX}PUDEV_UID=0 is root: the command runs as root and root keeps its ids (for files "
+                         "owned by your host user, start as that user, not root)"], lines
+    assert not any("STUB" in line or "need the container to start as root" in line for line in lines), lines

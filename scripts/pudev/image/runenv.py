@@ -1,7 +1,8 @@
 """The variables JupyterLab's settings read, checked before the server starts.
 
 A bad value stops the start with one line that names the variable, the value and the
-form it needs, and exit status 2: no traceback, nothing to retry.
+form it needs, and exit status 2: no traceback, nothing to retry. So does a home JupyterLab
+cannot write (a read-only root without its mount): the line names the mount to add.
 (/etc/jupyter/jupyter_server_config.py runs `jupyter_settings`; pudev-entrypoint checks
 PUDEV_USER, PUDEV_UID and PUDEV_GID itself, in sh.)
 
@@ -81,6 +82,18 @@ def settings_or_exit(program: str) -> JupyterSettings:
         raise SystemExit(EXIT_BAD_SETTING) from None
 
 
+def home_or_exit(program: str) -> None:
+    """One line and exit 2 when JupyterLab could not write its runtime directory (a read-only root without a
+    writable home): the mount to add, not JupyterLab's OSError two seconds later."""
+    from pudev.image import homecheck
+
+    line = homecheck.jupyter_line(os.environ)
+    if line is not None:
+        print(f"{program}: {line}", file=sys.stderr)
+        raise SystemExit(homecheck.EXIT_NO_MOUNT)
+
+
 if __name__ == "__main__":
     # start-jupyter checks before Jupyter's own import time (seconds) so a bad value fails at once.
     settings_or_exit(sys.argv[1] if len(sys.argv) > 1 else "pudev")
+    home_or_exit(sys.argv[1] if len(sys.argv) > 1 else "pudev")

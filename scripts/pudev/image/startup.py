@@ -1,5 +1,6 @@
 """What every Python in the image does as it starts (pudev.pth imports this module): a writable
-HOME for any user id, the Hugging Face endpoint `pudev mirror --hf` chose, MAX_JOBS that fits the
+HOME for any user id (and one line naming the mount to add when an extension build would find the home
+read-only or noexec), the Hugging Face endpoint `pudev mirror --hf` chose, MAX_JOBS that fits the
 container, a last line when the OOM killer stopped a build, a one-line refusal of a wheel built for
 another torch, and one line instead of pip's report when a package wants another torch than the
 image's lock. None of it may stop Python starting, and all of it is cheap: a few small file reads,
@@ -16,6 +17,9 @@ from pudev.image import home
 def startup() -> None:
     home.startup()
     try:
+        from pudev.image import homecheck
+
+        homecheck.install()  # one line before torch's traceback when an extension build has nowhere to go
         from pudev.image.compilers import oom, parallelism
         from pudev.mirror import models
 

@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 
 from pudev.image.compilers import cgroup, parallelism
-from pudev.image.compilers.launcher import CCACHE, cache_writable, existing_ancestor
+from pudev.image.compilers.launcher import CCACHE, cache_dir, existing_ancestor
 
 
 @dataclass
@@ -61,7 +61,8 @@ def parse_stats(text: str) -> dict[str, int]:
 def collect(env: dict[str, str] | None = None) -> CompileFacts:
     env = dict(os.environ) if env is None else env
     budget = parallelism.budget(env)
-    facts = CompileFacts(cache_dir=env.get("CCACHE_DIR", ""), cache_writable=cache_writable(env),
+    used = cache_dir(env)  # the folder compiles use: CCACHE_DIR, else the fallback under HOME
+    facts = CompileFacts(cache_dir=used or env.get("CCACHE_DIR", ""), cache_writable=used is not None,
                          max_jobs=env.get("MAX_JOBS", ""), jobs_derived=parallelism.derived_by_us(env),
                          cpus=budget.cpus, memory_free=budget.memory, memory_source=budget.memory_source,
                          cgroup_version=budget.cgroup_version, build_root=extension_build_root(env))
@@ -71,7 +72,8 @@ def collect(env: dict[str, str] | None = None) -> CompileFacts:
     try:
         version = subprocess.run([CCACHE, "--version"], capture_output=True, text=True, timeout=30, env=env,
                                  check=False)
-        stats = subprocess.run([CCACHE, "--print-stats"], capture_output=True, text=True, timeout=30, env=env,
+        stats = subprocess.run([CCACHE, "--print-stats"], capture_output=True, text=True, timeout=30,
+                               env={**env, "CCACHE_DIR": used} if used else env,
                                check=False)
     except (OSError, subprocess.SubprocessError):
         return facts

@@ -146,11 +146,23 @@ def under_ccache() -> bool:
         return False
 
 
+def cache_dir(env: dict[str, str]) -> str | None:
+    """The cache ccache can write: CCACHE_DIR, else ccache's own default, ~/.cache/ccache; None: neither.
+    A read-only root (--read-only, Kubernetes' readOnlyRootFilesystem) leaves the image's CCACHE_DIR read-only
+    while the documented hardened run's home is a writable tmpfs: the cache then lives there, for the
+    container's life. ccache fails the compile outright when it cannot write its cache (a read-only or
+    root-owned bind mount): with neither, compile uncached rather than not at all (`pudev verify` says why,
+    and pudev.image.homecheck says so once when torch's extension builder is imported)."""
+    default = os.path.join(env.get("HOME", "/"), ".cache", "ccache")
+    for directory in dict.fromkeys((env.get("CCACHE_DIR") or default, default)):
+        there = existing_ancestor(directory)
+        if there is not None and os.access(there, os.W_OK | os.X_OK):
+            return directory
+    return None
+
+
 def cache_writable(env: dict[str, str]) -> bool:
-    """ccache fails the compile outright when it cannot write its cache (a read-only or root-owned
-    bind mount): then compile uncached rather than not at all (`pudev verify` says why)."""
-    directory = existing_ancestor(env.get("CCACHE_DIR") or os.path.join(env.get("HOME", "/"), ".cache", "ccache"))
-    return directory is not None and os.access(directory, os.W_OK | os.X_OK)
+    return cache_dir(env) is not None
 
 
 def existing_ancestor(path: str) -> str | None:
@@ -186,7 +198,10 @@ def run(argv: list[str], env: dict[str, str]) -> int:
     if os.path.basename(compiler) == "nvcc":
         args = nvcc_arguments(args, env)
     env["PATH"] = masquerade.without_masquerade(env.get("PATH", ""))
-    cached = os.access(CCACHE, os.X_OK) and cache_writable(env) and not under_ccache()
+    directory = cache_dir(env)
+    cached = os.access(CCACHE, os.X_OK) and directory is not None and not under_ccache()
+    if cached and directory != env.get("CCACHE_DIR"):
+        env["CCACHE_DIR"] = str(directory)  # the fallback under HOME (cache_dir says when)
     command = [CCACHE, compiler, *args] if cached else [compiler, *args]
     base = cgroup.root(env)
     kills_before = cgroup.oom_kills(base)
