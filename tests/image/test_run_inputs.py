@@ -63,7 +63,7 @@ def test_jupyter_started_by_hand_checks_them_too(case: str) -> None:
 
 def test_good_ids_pass_the_entrypoint_checks() -> None:
     """Not root, so valid ids still stop it, but at the root check, not at the value check."""
-    result = subprocess.run(["pudev-entrypoint", "true"], env={**os.environ, "PUDEV_UID": "0", "PUDEV_GID": "4242"},
+    result = subprocess.run(["pudev-entrypoint", "true"], env={**os.environ, "PUDEV_UID": "4242", "PUDEV_GID": "0"},
                             capture_output=True, text=True, timeout=60, check=False)
     assert "need the container to start as root" in result.stderr
     plain = subprocess.run(["pudev-entrypoint", "echo", "ran"], capture_output=True, text=True, timeout=60, check=False)
