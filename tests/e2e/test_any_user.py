@@ -11,7 +11,8 @@ import json
 import secrets
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -80,17 +81,25 @@ JUPYTER_RUNS = {"4242:4242": (USERS["4242:4242"], []), "4242:0": (USERS["4242:0"
                 "4242:0, no entrypoint": ([*NO_ENTRYPOINT, *USERS["4242:0"]], ["start-jupyter"])}
 
 
-@pytest.mark.parametrize("run", JUPYTER_RUNS)
-def test_jupyterlab_starts_for_any_user_and_wants_the_token(local_image: LocalImage, run: str) -> None:
-    options, command = JUPYTER_RUNS[run]
+@contextmanager
+def _jupyterlab(image: LocalImage, purpose: str, options: Sequence[str],
+                command: Sequence[str]) -> Iterator[tuple[TrackedContainer, JupyterServer]]:
+    """JupyterLab started with `options`, healthy and answering its token; removed afterwards."""
     token, port = secrets.token_hex(16), free_port()
-    container = TrackedContainer(local_image.tag, purpose="anyuser-jupyter", options=[
+    container = TrackedContainer(image.tag, purpose=purpose, options=[
         *QUICK_HEALTH, "--publish", f"127.0.0.1:{port}:8888", "--env", f"JUPYTER_TOKEN={token}", *options])
     with container:
-        container.start(command)
+        container.start(list(command))
         assert container.wait_for(HEALTH, "healthy", timeout=180) == "healthy", container.logs()[-3000:]
         server = JupyterServer(port=port, token=token)
         assert server.request("GET", "api/status")[0] == 200
+        yield container, server
+
+
+@pytest.mark.parametrize("run", JUPYTER_RUNS)
+def test_jupyterlab_starts_for_any_user_and_wants_the_token(local_image: LocalImage, run: str) -> None:
+    options, command = JUPYTER_RUNS[run]
+    with _jupyterlab(local_image, "anyuser-jupyter", options, command) as (container, server):
         assert server.request("GET", "api/status", token="")[0] == 403
         owner = container.exec(["ps", "-o", "uid=", "-C", "jupyter-lab"]).stdout.split()
         assert owner == ["4242"], owner
@@ -167,14 +176,7 @@ def test_jupyterlab_answers_with_the_kubernetes_read_only_mounts(local_image: Lo
     pod = next(doc for doc in YAML(typ="safe").load_all(READ_ONLY_MANIFEST.read_text()) if doc["kind"] == "Pod")
     options, command = kubernetes_flags(pod)
     assert options[:2] == ["--user", "4242:4242"] and "/home/dev:exec,uid=4242,gid=4242" in options, options
-    token, port = secrets.token_hex(16), free_port()
-    container = TrackedContainer(local_image.tag, purpose="anyuser-k8s-readonly", options=[
-        *QUICK_HEALTH, "--publish", f"127.0.0.1:{port}:8888", "--env", f"JUPYTER_TOKEN={token}", *options])
-    with container:
-        container.start(command)
-        assert container.wait_for(HEALTH, "healthy", timeout=180) == "healthy", container.logs()[-3000:]
-        server = JupyterServer(port=port, token=token)
-        assert server.request("GET", "api/status")[0] == 200
+    with _jupyterlab(local_image, "anyuser-k8s-readonly", options, command) as (_, server):
         status, kernel = server.request("POST", "api/kernels", {"name": "python3"})
         assert status == 201
         seen = server.run_code(kernel["id"], "import os; print(os.getuid(), os.environ['HOME'])").strip()
