@@ -3,28 +3,33 @@
 #   tools   debootstrap (OS stand-in), shellcheck (lint gate),
 #           qemu-user-static and binfmt-support (the arm64 stand-in builds and runs here
 #           under emulation; binfmt_misc mounted and its handlers enabled),
-#           docker-registry (local registry for publish tests), skopeo (the zstd copy, as the
-#           workflow makes it), chromium, chromium-driver and a CJK font (JupyterLab and the
-#           docs site opened in a real headless browser), the Docker engine,
+#           docker-registry (local registry for publish tests), skopeo (the registry reads and tag
+#           copies the release workflow makes), chromium, chromium-driver and a CJK font (JupyterLab and the
+#           docs site opened in a real headless browser),
 #           docker-compose and the Dev Containers CLI (the real clients of the
 #           compose file and the devcontainer)
-#   engine  a running Docker daemon (started in the background when none answers)
+#   engine  a running Docker engine of 28 or newer with buildx: where none is installed, Debian sid's
+#           docker.io, containerd and docker-buildx (the current release) with the containerd image
+#           store on, as a fresh Docker 29 install has it; an engine of 28 or newer is used as it is,
+#           whichever store it has (this script says which); an older one stops the script with one
+#           line, unless PUDEV_REPLACE_ENGINE=1 (or CI=true) lets it put sid's engine in its place
 #   podman  Debian's podman for a rootless second engine: a dedicated non-root user
 #           ($PUDEV_PODMAN_USER, default pudev-podman) with subordinate id ranges and
 #           its own storage.conf (native overlay, never vfs); the Docker engine's
 #           configuration is left alone. `all` does this only where asked to (below).
-#   tidy    drop pudev's own replaced images (by their labels); cap BuildKit's cache only
-#           where asked to, since it holds every project's builds on this engine and has no
-#           per-project scope; otherwise stop when Docker's disk has too little free
+#   disk    stop, with one line, when the engine's disk has less free than a shard needs
 # What changes the host beyond installing packages happens only under CI=true or an opt-in:
 #   PUDEV_CREATE_PODMAN_USER=1  `all` creates the podman user (its tests skip without it)
-#   PUDEV_PRUNE_BUILD_CACHE=1   `tidy` cuts the build cache to PUDEV_BUILD_CACHE_KEEP (10GB), after
-#                               dropping records unused for PUDEV_BUILD_CACHE_UNUSED_FOR (a duration) if set
-#   PUDEV_TEST_DISK_GB          the free space a warm run needs (25) when nothing is pruned
-#   PUDEV_FIRST_RUN_DISK_GB     the same for a first run, on an engine with no stand-in yet (70)
+#   PUDEV_REPLACE_ENGINE=1      `engine` replaces a Docker engine older than 28 (its images stay on disk)
+#   PUDEV_DISK_GB               the free space `disk` asks for (default: FRESH_DISK_GB or WARM_DISK_GB below)
+# Where `engine` looks and writes (tests/unit/test_host_setup.py points them into a folder of its own):
+#   PUDEV_DOCKER                the docker client, the only one asked when set (default: docker, then /usr/bin/docker)
+#   PUDEV_DOCKER_CONFIG_DIR     where an installed engine's daemon.json goes (default /etc/docker, where dockerd reads it)
+#   PUDEV_ENGINE_LOG            the log of a dockerd this script starts (default /var/log/pudev-dockerd.log)
+#   PUDEV_ENGINE_WAIT_S         how long it waits for that dockerd to answer (default 60)
 # It installs and starts things only as root on Debian/Ubuntu; elsewhere it
 # prints what is missing and how to get it, and exits non-zero.
-# Usage: scripts/host-setup.sh [tools|engine|podman|tidy|all]   (default: all)
+# Usage: scripts/host-setup.sh [tools|engine|podman|disk|all]   (default: all)
 set -eu
 what=${1:-all}
 
@@ -38,7 +43,6 @@ ensure_tools() {
     command -v docker-registry >/dev/null 2>&1 || missing="$missing docker-registry"
     command -v skopeo >/dev/null 2>&1 || missing="$missing skopeo"
     command -v gpg >/dev/null 2>&1 || missing="$missing gnupg"  # signs the blocked-network test's apt archive
-    command -v dockerd >/dev/null 2>&1 || missing="$missing docker.io"
     command -v docker-compose >/dev/null 2>&1 || missing="$missing docker-compose"
     command -v npm >/dev/null 2>&1 || missing="$missing npm"
     command -v qemu-aarch64-static >/dev/null 2>&1 || missing="$missing qemu-user-static"
@@ -57,7 +61,7 @@ ensure_tools() {
         # shellcheck disable=SC2086  # $missing is a list of package names.
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null
     fi
-    ensure_devcontainer_cli && ensure_emulation && ensure_buildx
+    ensure_devcontainer_cli && ensure_emulation
 }
 
 DEVCONTAINER_CLI_VERSION=0.89.0
@@ -100,47 +104,32 @@ ensure_emulation() {
 }
 
 fetch_newer_qemu() {
-    fetch_deb trixie qemu-user
+    work=$(mktemp -d)
+    fetch_debs trixie qemu-user
+    dpkg-deb -x "$work"/debs/qemu-user_*.deb "$work/x"
     install -D -m 0755 "$work/x/usr/bin/qemu-aarch64" "$QEMU_NEWER"
     rm -rf "$work"
 }
 
-# Download one package of another Debian suite and unpack it into $work/x, without touching the host's
-# apt sources or installed packages (the caller installs what it needs from there and removes $work).
-fetch_deb() {
-    work=$(mktemp -d)
+# Download packages ($2...) of another Debian suite ($1) into $work/debs, $work being a fresh folder the
+# caller made and removes, without touching the host's apt sources or installed packages.
+fetch_debs() {
+    suite=$1
+    shift
     # The host's Debian archive (first entry of either sources format), with the other suite.
     archive=$(sed -n 's/^URIs: *\([^ ]*debian\)\/*$/\1/p; s/^deb \(http[^ ]*debian\)\/* .*/\1/p' \
         /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null | head -n 1)
-    printf 'deb %s %s main\n' "$archive" "$1" > "$work/sources.list"
-    mkdir -p "$work/lists/partial"
-    package=$2
-    set -- -o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/nonexistent \
-        -o "Dir::State::Lists=$work/lists" -o APT::Sandbox::User=root
-    apt-get "$@" -q update >/dev/null
-    (cd "$work" && apt-get "$@" -q download "$package" >/dev/null 2>&1)
-    dpkg-deb -x "$work/${package}"_*.deb "$work/x"
-}
-
-# The buildx plugin for the bake test (tests/e2e/test_buildx_bake.py), Debian sid's current release. It is kept
-# where no docker client looks by itself, so the host's `docker build` stays what it was; the test names
-# the folder in a client configuration of its own. A client that already has buildx needs none.
-BUILDX_PLUGIN=/usr/local/lib/pudev/cli-plugins/docker-buildx
-ensure_buildx() {
-    if docker buildx version >/dev/null 2>&1 || [ -x "$BUILDX_PLUGIN" ]; then return 0; fi
-    if ! is_root_debian; then
-        # Only the bake test needs it, and it says so when it skips: no reason to stop a build here.
-        say "no docker buildx plugin: the bake test will skip; run this script as root once to fetch one"
-        return 0
-    fi
-    say "installing Debian sid's docker-buildx into ${BUILDX_PLUGIN%/*} (read by the bake test only)"
-    fetch_deb sid docker-buildx
-    install -D -m 0755 "$work/x/usr/libexec/docker/cli-plugins/docker-buildx" "$BUILDX_PLUGIN"
-    rm -rf "$work"
+    printf 'deb %s %s main\n' "$archive" "$suite" > "$work/sources.list"
+    mkdir -p "$work/lists/partial" "$work/debs"
+    apt_options="-o Dir::Etc::SourceList=$work/sources.list -o Dir::Etc::SourceParts=/nonexistent
+        -o Dir::State::Lists=$work/lists -o APT::Sandbox::User=root"
+    # shellcheck disable=SC2086  # $apt_options is a list of options; $work holds no spaces (mktemp)
+    apt-get $apt_options -q update >"$work/apt-update.log" 2>&1 &&
+        (cd "$work/debs" && apt-get $apt_options -q download "$@" >/dev/null 2>&1)
 }
 
 engine_up() {
-    for client in ${PUDEV_DOCKER:-} docker /usr/bin/docker; do
+    for client in ${PUDEV_DOCKER:-docker /usr/bin/docker}; do
         if command -v "$client" >/dev/null 2>&1 && "$client" info >/dev/null 2>&1; then
             return 0
         fi
@@ -148,24 +137,93 @@ engine_up() {
     return 1
 }
 
-ensure_engine() {
+ENGINE_MIN_MAJOR=28
+# Debian sid's current engine. Its runc and tini come from the host's own release (sid's need a newer libc).
+ENGINE_PACKAGES="docker.io containerd docker-buildx docker-cli tini-static"
+ENGINE_CONFIG_DIR=${PUDEV_DOCKER_CONFIG_DIR:-/etc/docker}
+ENGINE_LOG=${PUDEV_ENGINE_LOG:-/var/log/pudev-dockerd.log}
+ENGINE_WAIT_S=${PUDEV_ENGINE_WAIT_S:-60}
+
+start_engine() {
     engine_up && return 0
     if [ "$(id -u)" -ne 0 ] || ! command -v dockerd >/dev/null 2>&1; then
         say "no Docker daemon answers: start one with 'sudo systemctl start docker' (or 'sudo dockerd &')"
         return 1
     fi
-    log=/var/log/pudev-dockerd.log
-    say "starting dockerd in the background (log: $log)"
-    setsid dockerd >"$log" 2>&1 < /dev/null &
+    say "starting dockerd in the background (log: $ENGINE_LOG)"
+    setsid dockerd >"$ENGINE_LOG" 2>&1 < /dev/null &
     waited=0
     until engine_up; do
         waited=$((waited + 1))
-        if [ "$waited" -gt 60 ]; then
-            say "dockerd did not come up within 60 s; see $log"
+        if [ "$waited" -gt "$ENGINE_WAIT_S" ]; then
+            say "dockerd did not come up within $ENGINE_WAIT_S s: its last line was '$(tail -n 1 "$ENGINE_LOG")' (all of it: $ENGINE_LOG)"
             return 1
         fi
         sleep 1
     done
+}
+
+stop_engine() {
+    pkill -x dockerd 2>/dev/null || return 0
+    waited=0
+    while pgrep -x dockerd >/dev/null 2>&1 && [ "$waited" -lt 30 ]; do waited=$((waited + 1)); sleep 1; done
+}
+
+# sid's packages, downloaded first and installed in one apt transaction: a failed download installs nothing.
+install_current_engine() {
+    if ! is_root_debian; then
+        say "no Docker engine of $ENGINE_MIN_MAJOR or newer: install Docker Engine (docs.docker.com/engine/install) with the buildx plugin, then run this again"
+        return 1
+    fi
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    # shellcheck disable=SC2086  # a list of package names
+    if ! fetch_debs sid $ENGINE_PACKAGES; then
+        say "could not download Debian sid's$(printf ' %s' $ENGINE_PACKAGES) (the archive in the host's apt sources); nothing was installed"
+        return 1
+    fi
+    # The containerd image store, as a fresh Docker 29 install has it; a daemon.json someone else wrote is theirs.
+    if [ ! -e "$ENGINE_CONFIG_DIR/daemon.json" ]; then
+        mkdir -p "$ENGINE_CONFIG_DIR"
+        printf '{"features": {"containerd-snapshotter": true}}\n' > "$ENGINE_CONFIG_DIR/daemon.json"
+    fi
+    stop_engine
+    # shellcheck disable=SC2046  # the downloaded files, whose names hold no spaces
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(ls "$work"/debs/*.deb) >"$work/apt.log" 2>&1; then
+        say "installing Debian sid's engine failed: $(tail -n 1 "$work/apt.log"); apt left the host's packages as they were"
+        return 1
+    fi
+    rm -rf "$work"
+    trap - EXIT
+    say "installed Debian sid's $(dockerd --version | sed 's/,.*//') with containerd $(containerd --version | awk '{print $3}') and buildx"
+}
+
+ensure_engine() {
+    if ! command -v dockerd >/dev/null 2>&1 && ! engine_up; then
+        install_current_engine || return 1
+    fi
+    start_engine || return 1
+    docker=${PUDEV_DOCKER:-docker}
+    version=$("$docker" version --format '{{.Server.Version}}')
+    if [ "${version%%.*}" -lt "$ENGINE_MIN_MAJOR" ]; then
+        if ! opted_in "${PUDEV_REPLACE_ENGINE:-}"; then
+            say "Docker $version answers here; the tests need $ENGINE_MIN_MAJOR or newer with buildx: upgrade it, or let this script replace it with Debian sid's engine (its images stay on disk, unseen by the new store) with PUDEV_REPLACE_ENGINE=1"
+            return 1
+        fi
+        say "replacing Docker $version with Debian sid's engine (PUDEV_REPLACE_ENGINE=1 or CI=true)"
+        install_current_engine && start_engine || return 1
+        version=$("$docker" version --format '{{.Server.Version}}')
+    fi
+    if ! "$docker" buildx version >/dev/null 2>&1; then
+        say "Docker $version has no buildx plugin: install it (Debian: docker-buildx), then run this again"
+        return 1
+    fi
+    if "$docker" info --format '{{.DriverStatus}}' | grep -q 'io.containerd.snapshotter'; then
+        store="the containerd image store"
+    else
+        store="the $("$docker" info --format '{{.Driver}}') graph driver"
+    fi
+    say "engine: Docker $version, buildx, $store"
 }
 
 PODMAN_USER=${PUDEV_PODMAN_USER:-pudev-podman}
@@ -249,31 +307,23 @@ events_logger = "file"'
 # CI=true, or the opt-in variable's value ($1) is 1.
 opted_in() { [ "${CI:-}" = true ] || [ "$1" = 1 ]; }
 
-tidy() {
+# What a shard adds to the engine's disk at its peak, measured on this project's CI machine
+# (docs/maintaining/proof-costs.md): on an engine with no stand-in yet, and on one that keeps them.
+FRESH_DISK_GB=40
+WARM_DISK_GB=25
+check_disk() {
     docker=${PUDEV_DOCKER:-docker}
-    command -v "$docker" >/dev/null 2>&1 || docker=/usr/bin/docker
-    for label in org.pudev.variant org.pudev.standin.recipe; do
-        "$docker" image prune -f --filter "label=$label" >/dev/null
-    done
-    if opted_in "${PUDEV_PRUNE_BUILD_CACHE:-}"; then
-        # Midway through a run the tests name its age: a record no step of this run used is an older
-        # build's, which the next run will not use either.
-        if [ -n "${PUDEV_BUILD_CACHE_UNUSED_FOR:-}" ]; then
-            "$docker" builder prune -f --filter "until=$PUDEV_BUILD_CACHE_UNUSED_FOR" >/dev/null
-        fi
-        "$docker" builder prune -f --keep-storage "${PUDEV_BUILD_CACHE_KEEP:-10GB}" >/dev/null
-        return 0
-    fi
-    # Measured peaks (docs/maintaining/benchmarks-log.md): a first run builds every stand-in and image.
-    if [ -n "$("$docker" images -q --filter label=org.pudev.standin.recipe)" ]; then
-        need=${PUDEV_TEST_DISK_GB:-25} run="a test run"
+    if [ -n "${PUDEV_DISK_GB:-}" ]; then
+        need=$PUDEV_DISK_GB run="PUDEV_DISK_GB"
+    elif [ -n "$("$docker" images -q --filter label=org.pudev.standin.recipe)" ]; then
+        need=$WARM_DISK_GB run="a test run (stand-ins built)"
     else
-        need=${PUDEV_FIRST_RUN_DISK_GB:-70} run="a first test run (no stand-in built yet)"
+        need=$FRESH_DISK_GB run="a first test run (no stand-in built yet)"
     fi
     root=$("$docker" info --format '{{.DockerRootDir}}')
     free=$(df -P -k "$root" | awk 'NR == 2 { print int($4 / 1048576) }')
     if [ "$free" -lt "$need" ]; then
-        say "Docker's disk has ${free} GB free and ${run} needs about ${need} GB: free some space, or let this script cut Docker's build cache, every project's, to ${PUDEV_BUILD_CACHE_KEEP:-10GB} with PUDEV_PRUNE_BUILD_CACHE=1"
+        say "the engine's disk ($root) has ${free} GB free and ${run} needs ${need} GB: free some space (docker system df shows what the engine holds), then run this again"
         return 1
     fi
 }
@@ -290,7 +340,7 @@ case $what in
     tools) ensure_tools ;;
     engine) ensure_engine ;;
     podman) ensure_podman ;;
-    tidy) ensure_engine && tidy ;;
-    all) ensure_tools && ensure_engine && podman_if_asked && tidy ;;
-    *) say "unknown step '$what': use tools, engine, podman, tidy or all"; exit 2 ;;
+    disk) ensure_engine && check_disk ;;
+    all) ensure_tools && ensure_engine && podman_if_asked && check_disk ;;
+    *) say "unknown step '$what': use tools, engine, podman, disk or all"; exit 2 ;;
 esac

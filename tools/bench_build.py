@@ -259,7 +259,7 @@ def _naive(bench: Bench, packages: str) -> Measurement:
                                                     "TOOLKIT_A_VERSION", "TOOLKIT_B_VERSION", "LOCK")}
     tag = f"pudev-bench/naive:{bench.variant.name}"
     # On the network pudev's own builds use, so the two differ in the Dockerfile alone (and an engine
-    # without a default bridge, such as scripts/current-engine.sh's, can build it).
+    # without a default bridge can build it).
     command = ["build", "--progress=plain", "--no-cache", "--network", BUILD_NETWORK, "--file", str(NAIVE_DOCKERFILE),
                "--tag", tag]
     for key, value in {**args, "OS_PACKAGES": packages}.items():
@@ -292,8 +292,8 @@ def _run_base(variant: Variant) -> str:
 
 def _empty_cache(everything: bool) -> None:
     """The cache mounts (downloads), or with `everything` the whole build cache: a sample's no-cache build
-    uses neither, and an engine of the benchmark's own (scripts/current-engine.sh) then keeps one build's
-    worth on disk, which its containerd store would otherwise overrun."""
+    uses neither, and the engine then keeps one build's worth on disk, which the containerd store (each
+    image twice: compressed and unpacked) would otherwise overrun."""
     only_mounts = [] if everything else ["--filter", "type=exec.cachemount"]
     docker.run(["builder", "prune", "--all", "--force", *only_mounts], timeout=1800)
 

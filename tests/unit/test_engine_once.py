@@ -184,8 +184,10 @@ def test_the_new_image_id_is_the_engines_on_every_client(
 
 @pytest.mark.parametrize(("answer", "refused"), [
     ("28.2.2|19.03.15|Engine,containerd,runc,", True),
-    ("28.2.2|20.10.24+dfsg1|Engine,containerd,runc,docker-init,", False),  # Debian 12, the floor
-    ("28.2.2|24.0.7-0ubuntu2~22.04.1|Engine,containerd,runc,", False),
+    ("28.2.2|20.10.24+dfsg1|Engine,containerd,runc,docker-init,", True),  # Debian 12's: no suite runs on it now
+    ("28.2.2|24.0.7-0ubuntu2~22.04.1|Engine,containerd,runc,", True),
+    ("28.2.2|28.5.2+dfsg4|Engine,containerd,runc,docker-init,", False),  # Debian sid's, the suite's engine
+    ("29.1.3|29.1.3|Engine,containerd,runc,docker-init,", False),
     ("28.2.2|4.3.1|Podman Engine,", False),  # podman's numbers are not Docker's
 ])
 def test_an_engine_below_the_floor_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -201,7 +203,8 @@ def test_an_engine_below_the_floor_is_refused_in_one_line(tmp_path: Path, monkey
     with pytest.raises(PudevError) as error:
         docker.require_daemon()
     message = str(error.value)
-    assert "\n" not in message and "19.03.15" in message and docker.ENGINE_FLOOR in message and "upgrade" in message
+    assert "\n" not in message and answer.split("|")[1] in message and docker.ENGINE_FLOOR in message
+    assert "Docker 28 or newer" in message
 
 
 def test_a_build_asks_buildx_for_no_default_attestation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

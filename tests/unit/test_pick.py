@@ -381,9 +381,10 @@ def test_an_engine_that_refuses_the_user_is_the_docker_group_entry(tmp_path: Pat
 
 
 def test_an_engine_below_the_floor_says_upgrade(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _client(tmp_path, monkeypatch, "#!/bin/sh\necho '19.03.15|19.03.15|Engine,containerd,'\n")
+    _client(tmp_path, monkeypatch, "#!/bin/sh\necho '20.10.24|20.10.24+dfsg1|Engine,containerd,'\n")
     (found,), answered = first_run.engine_findings()
-    assert answered and found.status == "FAIL" and "older than 20.10" in found.message and "upgrade" in found.fix
+    assert answered and found.status == "FAIL" and "older than 28.0" in found.message
+    assert "Docker 28 or newer" in found.fix
     _client(tmp_path, monkeypatch, "#!/bin/sh\necho '28.1.1|28.1.1|Engine,containerd,'\n")
     assert first_run.engine_findings()[0][0].status == "ok"
 

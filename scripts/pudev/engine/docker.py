@@ -32,8 +32,10 @@ START_HINT = (
 # components tell Docker's engine ("Engine") from another behind the same API (podman's "Podman Engine").
 VERSIONS_FORMAT = ("{{.Client.Version}}|{{if .Server}}{{.Server.Version}}|"
                    "{{range .Server.Components}}{{.Name}},{{end}}{{end}}")
-# The oldest Docker engine pudev builds on: Debian 12's docker.io (docs/maintaining/tests.md says why).
-ENGINE_FLOOR = "20.10"
+# The oldest Docker engine pudev builds on: the oldest release the e2e suite runs on (docs/maintaining/tests.md).
+ENGINE_FLOOR = "28.0"
+UPGRADE_HINT = ("upgrade it to Docker 28 or newer: Docker's own packages (docs.docker.com/engine/install; in China "
+                "through a mirror's docker-ce repository), or Debian sid's docker.io")
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class Versions:
 
     def engine_below_floor(self) -> bool:
         """Docker's own engine older than ENGINE_FLOOR (another engine's numbers are not Docker's)."""
-        # Distributions append their own marks: Debian's "20.10.24+dfsg1", Ubuntu's "24.0.7-0ubuntu2".
+        # Distributions append their own marks: Debian's "28.5.2+dfsg4", Ubuntu's "24.0.7-0ubuntu2".
         numbers = re.match(r"(\d+)\.(\d+)", self.server)
         if "Engine" not in self.components or numbers is None:
             return False
@@ -193,7 +195,7 @@ def require_daemon() -> None:
     if answer.engine_below_floor():
         where = "that DOCKER_HOST names" if os.environ.get("DOCKER_HOST") else "on this host"
         raise PudevError(f"the Docker engine {where} is {answer.server}, older than {ENGINE_FLOOR}, the oldest pudev "
-                         f"supports: upgrade it (Debian 12's docker.io or newer, or Docker's own packages)")
+                         f"supports: {UPGRADE_HINT}")
 
 
 def inspect_image(ref: str) -> dict[str, Any] | None:

@@ -53,7 +53,7 @@ def engine_findings() -> tuple[list[Finding], bool]:
     if answer.engine_below_floor():
         return [Finding("docker", "FAIL", f"the Docker engine is {answer.server}, older than {docker.ENGINE_FLOOR}, "
                                           f"the oldest pudev supports",
-                        "upgrade it (Debian 12's docker.io or newer, or Docker's own packages)")], True
+                        docker.UPGRADE_HINT)], True
     return [Finding("docker", "ok", f"engine {answer.server}")], True
 
 
