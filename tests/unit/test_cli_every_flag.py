@@ -276,7 +276,7 @@ AGAINST_A_REFUSING_ENGINE = {
     "jupyter": ["--profile", "local"], "tags": ["all"], "manifest": ["all"], "push": ["all", "--registry",
                                                                                        "127.0.0.1:9/x"],
     "promote": ["127.0.0.1:9/x-candidates@sha256:" + "0" * 64], "sbom": ["pudev-local/x:1"],
-    "keep-config": ["127.0.0.1:9/x@sha256:" + "0" * 64, "{tmp}/layout"], "pin": [], "matrix": [],
+    "pin": [], "matrix": [],
     "bake": ["--out", "-", "--no-ca-bundle"], "changelog": ["pudev-local/x:1", "--out", "-"], "clean": [],
     "standins": ["--no-ca-bundle"], "profiles": [], "lock": ["--profile", "local"],
     "new-torch": ["--check", "--registry", "127.0.0.1:9", "--torch-index", "http://127.0.0.1:9/whl"],
