@@ -16,7 +16,7 @@ export PUDEV_DOCKER := $(DOCKER)
 endif
 
 .DEFAULT_GOAL := help
-.PHONY: help cli venv host-setup pick build build-all build-local jupyter check test test-local lint unit e2e lock standins bench-build bench-ext dist-stress docs docs-serve clean
+.PHONY: help cli venv host-setup pick build build-all build-local jupyter check test test-2024 test-arm64 test-podman test-all test-local lint unit e2e lock standins bench-build bench-ext dist-stress docs docs-serve clean
 
 help: ## show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_%-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -62,8 +62,9 @@ jupyter: cli ## JupyterLab on `make build`'s image (or IMAGE=REF, VARIANT=NAME, 
 build-all: cli ## build every variant in docker/variants.toml
 	$(PUDEV) build all $(if $(PULL_MIRROR),--pull-mirror $(PULL_MIRROR))
 
-build-local: venv host-setup standins ## build every stand-in profile (no registry or NVIDIA access needed)
-	@for profile in $$($(PUDEV) profiles); do $(PUDEV) build --profile $$profile || exit 1; done
+build-local: venv host-setup ## build what `make test` proves: the newest line's stand-ins and its stand-in build (no registry or NVIDIA access needed)
+	@profile=$$($(VENV)/bin/python tests/e2e/shards.py newest) && \
+		$(PUDEV) standins --profile $$profile && $(PUDEV) build --profile $$profile
 
 test-%: venv ## run the in-image test suite on a built variant, e.g. make test-cu121
 	$(PUDEV) test $*
@@ -74,9 +75,26 @@ test-local: venv ## run the in-image test suite on every stand-in build
 check: venv ## the quick loop for everyday work: lint gates and unit tests, no engine (under a minute)
 	$(PYTEST) tests/lint tests/unit
 
-# --times-report=PATH as one word: apart, pytest would take PATH for a test path before tests/conftest.py declares the option.
-test: venv host-setup ## every test: lint gates, unit, and e2e (real engine, real image build); times in reports/
-	$(PYTEST) --times-report=reports/test-times.json
+# The proof in shards, one line each (tests/e2e/shards.py): each builds what it proves and releases its images at
+# its end, so the next one has the disk. Each writes its times and disk to reports/test-times-SHARD.json.
+# --opt=VALUE as one word: apart, pytest would take VALUE for a test path before tests/conftest.py declares it.
+test: venv host-setup ## the newest line (amd64) end to end: lint gates, unit, and every cross-cutting e2e test
+	$(PYTEST) --shard=newest --times-report=reports/test-times-newest.json
+
+test-2024: venv host-setup ## the 2024 line (torch 2.5.1, CUDA 11.8 + 12.1 toolkits, conda base): its build and its e2e
+	$(PYTEST) tests/e2e --shard=2024 --times-report=reports/test-times-2024.json
+
+test-arm64: venv host-setup ## the newest line on arm64 (emulated here): its platform scope and the two-platform tag
+	$(PYTEST) tests/e2e --shard=arm64 --times-report=reports/test-times-arm64.json
+
+test-podman: venv host-setup ## the newest image under rootless podman (PUDEV_CREATE_PODMAN_USER=1 creates its user)
+	$(PYTEST) tests/e2e --shard=podman --times-report=reports/test-times-podman.json
+
+test-all: ## every shard in turn, as CI runs them (.ci/run)
+	$(MAKE) test
+	$(MAKE) test-2024
+	$(MAKE) test-arm64
+	$(MAKE) test-podman
 
 lint: venv ## the lint gates only (ruff, mypy, import layering, shellcheck, hadolint, workflow schema)
 	$(PYTEST) tests/lint

@@ -18,8 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from pudev.paths import REPO_ROOT
+
 # The maintainers' tools (tools/: the benchmarks, the docs' generated tables) import as their scripts do.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+# The shards' names, for --shard: tests/e2e/shards.py defines them (and what each one builds). By the
+# checkout's root, so that a copy of this file (tests/unit/test_test_seed.py) finds them too.
+sys.path.insert(0, str(REPO_ROOT / "tests" / "e2e"))
 
 SEED_VARIABLE = "PUDEV_TEST_SEED"
 SEED = pytest.StashKey[int]()
@@ -29,7 +34,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--seed", type=int, default=None,
                      help=f"seed for the tests' random choices (default: ${SEED_VARIABLE}, else from the clock)")
     parser.addoption("--times-report", default="", metavar="PATH",
-                     help="write each test's duration, the totals per file and the run's wall time here (JSON)")
+                     help="write each test's duration, the totals per file, the run's wall time and its disk here "
+                          "(JSON)")
+    from shards import SHARDS
+
+    parser.addoption("--shard", default="", choices=SHARDS, metavar="NAME",
+                     help=f"run only this shard's tests ({', '.join(SHARDS)}; tests/e2e/shards.py); default: every "
+                          "collected test, whatever its shard")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -44,7 +55,24 @@ def pytest_configure(config: pytest.Config) -> None:
     if target:
         from times_report import TimesRecorder
 
-        config.pluginmanager.register(TimesRecorder(Path(target)), "pudev-times-report")
+        config.pluginmanager.register(TimesRecorder(Path(target), config.getoption("shard")), "pudev-times-report")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--shard NAME: deselect every test of another shard (a test is in `newest` unless marked shard(NAME))."""
+    chosen = config.getoption("shard")
+    if not chosen:
+        return
+    from shards import NEWEST
+
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        marker = item.get_closest_marker("shard")
+        (kept if (marker.args[0] if marker else NEWEST) == chosen else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def pytest_report_header(config: pytest.Config) -> str:

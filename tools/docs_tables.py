@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,16 @@ def tags_zh() -> str:
     return tags_markdown_zh(load_matrix(VARIANTS_FILE))
 
 
-REPORT = "benchmarks/test-times.json"
+# The proof's runs on a fresh machine: each shard's pytest report (tools/times_report.py) as SHARD.json, and
+# the whole runs' wall time and disk as fresh-run.json.
+SHARD_REPORTS = "benchmarks/shards"
+FRESH_RUN = "fresh-run.json"
+# Issue 65's budgets, of whole runs on a fresh machine (a shard has none of its own): minutes of wall time and
+# GB of peak disk above the start, by the run's name in fresh-run.json. `.ci/run` again on the same machine
+# (warm) has a time budget only.
+RUN_BUDGETS: dict[str, tuple[int, int | None]] = {"the README's two commands": (40, 40), ".ci/run": (60, 45),
+                                                   ".ci/run again (warm)": (25, None)}
+HEAVY_S = 60  # a file that costs a minute or more in a shard has its own row
 
 
 def _minutes(seconds: float) -> str:
@@ -113,28 +123,100 @@ def _minutes(seconds: float) -> str:
     return f"{whole // 60} min {whole % 60:02d} s"
 
 
-def test_times_markdown(report: dict[str, Any]) -> str:
-    """The docs' test-time table: the run against the budget, then the files that cost a minute or more."""
-    total, budget, box = float(report["total_s"]), float(report["budget_s"]), report["machine"]
-    outcomes = ", ".join(f"{count} {name}" for name, count in sorted(report["outcomes"].items()))
-    engine = box.get("engine") or {}
-    on_engine = f", Docker {engine['server']} ({engine['storage_driver']}, {engine['image_store']} image store)" \
-        if engine else ""
-    lines = [f"Measured {report['date']} on {box['cpus']} CPUs and {box['memory_gib']} GiB{on_engine} "
-             f"(`{REPORT}`): {report['tests']} tests ({outcomes}) in **{_minutes(total)}**, "
-             f"{100 * total / budget:.0f}% of the {_minutes(budget)} budget for `.ci/run`.",
-             ""]
-    heavy = [row for row in report["files"] if row["seconds"] >= 60]
-    rows = [[f"`{row['file']}`", row["tests"], f"{row['seconds']:.0f}"] for row in heavy]
-    rest = [row for row in report["files"] if row["seconds"] < 60]
+def _shards() -> tuple[str, ...]:
+    """The shards' names, the newest first, in the order `make test-all` runs them: tests/e2e/shards.py, found
+    as tests/conftest.py finds it."""
+    e2e = str(REPO_ROOT / "tests" / "e2e")
+    if e2e not in sys.path:
+        sys.path.append(e2e)
+    from shards import SHARDS
+
+    return SHARDS
+
+
+def shard_reports(folder: Path) -> dict[str, dict[str, Any]]:
+    """Each shard's report, SHARD.json in `folder`, in the shards' order; a shard not measured yet has none."""
+    reports: dict[str, dict[str, Any]] = {}
+    for shard in _shards():
+        if not (folder / f"{shard}.json").exists():
+            continue
+        report: dict[str, Any] = json.loads((folder / f"{shard}.json").read_text())
+        if report.get("shard") != shard:
+            raise ValueError(f"{folder / f'{shard}.json'} is the report of shard {report.get('shard')!r}")
+        reports[shard] = report
+    return reports
+
+
+def _against(figure: float, budget: float | None, text: str) -> str:
+    """A figure beside its budget's share, marked where it is over."""
+    if budget is None:
+        return text
+    share = f"{100 * figure / budget:.0f}%"
+    return f"{text} ({share}, **over**)" if figure > budget else f"{text} ({share})"
+
+
+def _engine_line(engine: dict[str, str]) -> str:
+    return (f", Docker {engine['server']} ({engine['storage_driver']}, {engine['image_store']} image store)"
+            if engine else "")
+
+
+def test_times_markdown(folder: Path) -> str:
+    """The docs' proof-cost tables, from a folder of shard reports and fresh-run.json: the whole runs on a fresh
+    machine against their budgets, each shard's run, then the files that cost a minute or more in a shard."""
+    reports = shard_reports(folder) if folder.is_dir() else {}
+    if not (folder / FRESH_RUN).exists() or not reports:
+        return f"No fresh-machine run is recorded yet (`{SHARD_REPORTS}/`)."
+    fresh: dict[str, Any] = json.loads((folder / FRESH_RUN).read_text())
+    newest = next(iter(reports))  # SHARDS starts with the newest shard, whose report names the engine
+    box, engine = fresh["machine"], reports[newest]["machine"].get("engine") or {}
+    lines = [f"Measured {fresh['date']} on a fresh machine (a new clone, no engine, no images, no caches; "
+             f"{fresh['free_at_start_gb']:.1f} GB free at the start) with {box['cpus']} CPUs and "
+             f"{box['memory_gib']} GiB{_engine_line(engine)} (`{SHARD_REPORTS}/`).", ""]
+    rows = []
+    for run in fresh["runs"]:
+        if run["name"] not in RUN_BUDGETS:
+            raise ValueError(f"{FRESH_RUN}: no budget for the run {run['name']!r} (RUN_BUDGETS has "
+                             f"{', '.join(map(repr, RUN_BUDGETS))})")
+        minutes, gigabytes = RUN_BUDGETS[run["name"]]
+        commands = ", ".join(f"`{command}`" for command in run["commands"])
+        rows.append([run["name"], commands, _against(run["seconds"], minutes * 60, _minutes(run["seconds"])),
+                     f"{minutes} min", _against(run["peak_above_start_gb"], gigabytes,
+                                                f"{run['peak_above_start_gb']:.1f} GB"),
+                     f"{gigabytes} GB" if gigabytes is not None else "none",
+                     f"{run['lowest_free_gb']:.1f} GB"])
+    lines += [markdown_table(["run", "commands", "wall time", "time budget", "peak disk above the start",
+                              "disk budget", "lowest free"], rows), ""]
+    if fresh.get("steps"):
+        steps = "; ".join(f"`{step['command']}` {_minutes(step['seconds'])}" for step in fresh["steps"])
+        lines += [f"Each command: {steps}.", ""]
+    rows = []
+    for shard in _shards():
+        if shard not in reports:
+            rows.append([f"`{shard}`", "", "not measured", "", ""])
+            continue
+        report = reports[shard]
+        outcomes = ", ".join(f"{count} {name}" for name, count in sorted(report["outcomes"].items()))
+        rows.append([f"`{shard}`", report["tests"], outcomes, _minutes(report["total_s"]),
+                     f"{report['disk']['peak_above_start_gb']:.1f} GB"])
+    lines += [f"Each shard's pytest run, in the order `make test-all` runs them (`{SHARD_REPORTS}/SHARD.json`):",
+              "", markdown_table(["shard", "tests", "outcomes", "wall time", "peak disk above its start"], rows), ""]
+    files = sorted(((row, shard) for shard, report in reports.items() for row in report["files"]),
+                   key=lambda item: (-item[0]["seconds"], item[0]["file"], item[1]))
+    rows = [[f"`{row['file']}`", f"`{shard}`", row["tests"], f"{row['seconds']:.0f}"]
+            for row, shard in files if row["seconds"] >= HEAVY_S]
+    rest = [(row, shard) for row, shard in files if row["seconds"] < HEAVY_S]
     if rest:
-        rest_seconds = sum(row["seconds"] for row in rest)
-        rows.append([f"{len(rest)} other files", sum(row["tests"] for row in rest), f"{rest_seconds:.0f}"])
-    return "\n".join([*lines, markdown_table(["file", "tests", "seconds"], rows)])
+        in_shards = [shard for shard in reports if any(other == shard for _, other in rest)]
+        rows.append([f"{len({row['file'] for row, _ in rest})} other files",
+                     ", ".join(f"`{shard}`" for shard in in_shards), sum(row["tests"] for row, _ in rest),
+                     f"{sum(row['seconds'] for row, _ in rest):.0f}"])
+    lines += ["The files that cost a minute or more in a shard:", "",
+              markdown_table(["file", "shard", "tests", "seconds"], rows)]
+    return "\n".join(lines)
 
 
 def test_times() -> str:
-    return test_times_markdown(json.loads((REPO_ROOT / REPORT).read_text()))
+    return test_times_markdown(REPO_ROOT / SHARD_REPORTS)
 
 
 def _build_runs() -> dict[str, dict[str, Any]]:

@@ -1,14 +1,18 @@
-"""Where the full test run spends its time, as data: each test's duration (setup, call and teardown
-together), summed per file, the slowest tests, and the run's wall time against the proof's budget.
-tests/conftest.py registers this recorder given `--times-report PATH` (`make test` passes it); a warm
-run's report is committed as benchmarks/test-times.json, and tools/docs_tables.py renders the table in
-docs/maintaining/proof-costs.md from it."""
+"""Where a test run spends its time and disk, as data: each test's duration (setup, call and teardown
+together), summed per file, the slowest tests, the run's wall time, and the free disk sampled every few
+seconds (at the start, at its lowest, and the peak use above the start). tests/conftest.py registers this
+recorder given `--times-report PATH` (each shard's make target passes reports/test-times-SHARD.json). A shard
+has no budget of its own: the budgets are of whole runs on a fresh machine. That run's reports are committed
+as benchmarks/shards/SHARD.json beside benchmarks/shards/fresh-run.json, and tools/docs_tables.py renders the
+tables in docs/maintaining/proof-costs.md from them."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
+import shutil
+import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
@@ -17,9 +21,39 @@ from typing import Any
 
 import pytest
 
-# `.ci/run` must stay well inside CI's hard 90 minutes: a third of it.
-BUDGET_S = 30 * 60
 SLOWEST = 20
+
+
+# The engine's data root when it is on this host (its disk is the one a run fills), else the working folder's.
+ENGINE_ROOT = Path("/var/lib/docker")
+SAMPLE_EVERY_S = 5.0
+GB = 1e9
+
+
+class DiskSampler:
+    """The free space of the disk a run fills, sampled in a thread from start() until stop()."""
+
+    def __init__(self, folder: Path | None = None, every: float = SAMPLE_EVERY_S) -> None:
+        self.folder = folder or (ENGINE_ROOT if ENGINE_ROOT.is_dir() else Path.cwd())
+        self.every, self.done = every, threading.Event()
+        self.start_free = self.lowest = shutil.disk_usage(self.folder).free
+        self.samples = 1
+        self.thread = threading.Thread(target=self._sample, name="disk-sampler", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _sample(self) -> None:
+        while not self.done.wait(self.every):
+            self.lowest = min(self.lowest, shutil.disk_usage(self.folder).free)
+            self.samples += 1
+
+    def stop(self) -> dict[str, float | int]:
+        self.done.set()
+        self.thread.join(timeout=60)
+        self.lowest = min(self.lowest, shutil.disk_usage(self.folder).free)
+        return {"free_at_start_gb": round(self.start_free / GB, 1), "lowest_free_gb": round(self.lowest / GB, 1),
+                "peak_above_start_gb": round((self.start_free - self.lowest) / GB, 1), "samples": self.samples}
 
 
 @dataclass(frozen=True)
@@ -79,19 +113,21 @@ def summarize(times: list[TestTime], *, total_s: float, description: dict[str, A
     for item in times:
         outcomes[item.outcome] += 1
     return {"date": time.strftime("%Y-%m-%d", time.gmtime(when)), "machine": description,
-            "total_s": round(total_s, 1), "budget_s": BUDGET_S, "tests": len(times), "outcomes": dict(outcomes),
+            "total_s": round(total_s, 1), "tests": len(times), "outcomes": dict(outcomes),
             "slowest": [{"test": item.nodeid, "seconds": round(item.seconds, 1)} for item in slowest],
             "files": per_file, "durations": {item.nodeid: round(item.seconds, 2) for item in times}}
 
 
 class TimesRecorder:
     """The run's test times, written by `--times-report PATH`: each test's setup, call and teardown together,
-    and the whole session's wall time."""
+    the whole session's wall time, its shard, and its disk (DiskSampler)."""
 
-    def __init__(self, target: Path) -> None:
-        self.target, self.started = target, time.monotonic()
+    def __init__(self, target: Path, shard: str = "") -> None:
+        self.target, self.shard, self.started = target, shard, time.monotonic()
         self.seconds: dict[str, float] = {}
         self.outcomes: dict[str, str] = {}
+        self.disk = DiskSampler()
+        self.disk.start()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
@@ -105,5 +141,6 @@ class TimesRecorder:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         times = [TestTime(nodeid, seconds, self.outcomes[nodeid]) for nodeid, seconds in self.seconds.items()]
         report = summarize(times, total_s=time.monotonic() - self.started, description=machine(), when=time.time())
+        report = {"shard": self.shard or "all", **report, "disk": self.disk.stop()}
         self.target.parent.mkdir(parents=True, exist_ok=True)
         self.target.write_text(json.dumps(report, indent=1) + "\n")

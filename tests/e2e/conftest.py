@@ -1,17 +1,17 @@
 """End-to-end tests against a real Docker engine.
 
 The session brings the engine up (scripts/host-setup.sh engine: installs and
-starts it when root on Debian/Ubuntu, otherwise says how), builds the stand-ins
-and every stand-in profile through the production Dockerfile (`local`: the 2024
-line; `local-current`: today's), then tests them. Most behaviour tests run on
-`local`; the build and the in-image suite run on every profile.
+starts it when root on Debian/Ubuntu, otherwise says how), then builds what its
+shard's tests ask for (tests/e2e/shards.py): each stand-in build through the
+production Dockerfile, from the stand-ins it names, once per run. The
+cross-cutting tests run on the newest profile's image (`latest`'s variant);
+each build's own tests run in the shard that makes it.
 Without an engine these tests skip with the reason; PUDEV_REQUIRE_ENGINE=1 (set
 by .ci/run) turns that skip into a failure.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -23,43 +23,33 @@ import kept_between_runs
 import pytest
 from browser_session import missing_browser_tools
 from container_logs import LogWatch
-from e2e_support import LocalImage, Profiles, SuiteRun, run_pudev, skip_or_fail, tidy_mid_run
+from e2e_support import LocalImage, Profiles, SuiteRun, run_pudev, skip_or_fail
 from podman_engine import RootlessPodman
 from realistic_registry import RealisticRegistry
+from shards import builds_used, newest_profile
 
+from pudev.common.platforms import native_platform
 from pudev.engine import docker
 from pudev.paths import REPO_ROOT
 
 
 @pytest.fixture(scope="session")
-def docker_engine() -> str:
+def docker_engine(request: pytest.FixtureRequest) -> str:
     setup = subprocess.run(["sh", str(REPO_ROOT / "scripts/host-setup.sh"), "engine"], check=False, capture_output=True,
                            text=True, timeout=300)
     if setup.returncode != 0:
         skip_or_fail(f"no Docker engine: {setup.stderr.strip()}")
     try:
         docker.require_daemon()
-        return docker.docker_cli()
+        cli = docker.docker_cli()
     except Exception as error:  # a PudevError naming the problem
         skip_or_fail(f"no usable Docker engine: {error}")
         raise
-
-
-# What one e2e module may add to Docker's disk at most (an arm64 build, a podman pull): the benchmark log's
-# 2026-12-06 entry on where a run's disk goes.
-MODULE_DISK_GB = 25
-
-
-@pytest.fixture(scope="module", autouse=True)
-def room_on_ci(request: pytest.FixtureRequest) -> None:
-    """Under CI=true (.ci/run: the machine is CI's), before a module that may start with too little free disk,
-    tidy_mid_run. A developer's `make test` never prunes their cache: host-setup's own check stops it instead."""
-    if os.environ.get("CI") != "true" or "e2e" not in request.path.parts or shutil.which("docker") is None:
-        return
-    root = subprocess.run(["docker", "info", "--format", "{{.DockerRootDir}}"], capture_output=True, text=True,
-                          check=False, timeout=60).stdout.strip()
-    if root and shutil.disk_usage(root).free < MODULE_DISK_GB * 1e9:
-        tidy_mid_run()
+    shard = request.config.getoption("shard")
+    if shard:  # a shard's make target: room for this shard first (kept_between_runs.py's disk policy)
+        removed = kept_between_runs.release_for(builds_used(shard))
+        print(f"\nshard {shard}: released {', '.join(removed) if removed else 'nothing'}")
+    return cli
 
 
 def _require_registry() -> None:
@@ -90,7 +80,8 @@ def kept_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realisti
 
 @pytest.fixture(scope="session")
 def standins(docker_engine: str) -> None:
-    run_pudev("standins", timeout=3600, check=True)
+    """The stand-ins the newest profile is built from, the OS image among them (each shard builds its own)."""
+    run_pudev("standins", "--profile", newest_profile(), "--platform", native_platform(), timeout=3600, check=True)
 
 
 @pytest.fixture(scope="session")
@@ -107,19 +98,19 @@ def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def profiles(standins: None, report_dir: Path) -> Profiles:
+def profiles(docker_engine: str, report_dir: Path) -> Profiles:
     return Profiles(report_dir)
 
 
 @pytest.fixture(scope="session")
-def local_image(profiles: Profiles) -> LocalImage:
-    """The 2024 line's stand-in build, where the behaviour tests run."""
-    return profiles.image("local")
+def newest_image(profiles: Profiles) -> LocalImage:
+    """The stand-in build of the profile behind `latest`, where the cross-cutting tests run."""
+    return profiles.image(newest_profile())
 
 
 @pytest.fixture(scope="session")
-def image_suite(profiles: Profiles) -> SuiteRun:
-    return profiles.suite("local")
+def newest_suite(profiles: Profiles) -> SuiteRun:
+    return profiles.suite(newest_profile())
 
 
 @pytest.fixture(autouse=True)
@@ -142,12 +133,3 @@ def quiet_container_logs(request: pytest.FixtureRequest, monkeypatch: pytest.Mon
         shown = "\n  ".join(watch.found[:20])
         pytest.fail(f"{len(watch.found)} unexpected warning/error line(s) in container output (allow a line by "
                     f"name with @pytest.mark.allow_log(r\"...\")):\n  {shown}", pytrace=False)
-
-
-# Run last: the module that pushes every platform's build. Its new blobs would otherwise take the disk
-# that rootless podman's pull needs (test_podman.py: 2.5x an image free) while that pull runs.
-LAST_MODULES = ("test_one_tag_every_platform.py",)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.path.name in LAST_MODULES)  # a stable sort: all else keeps its order

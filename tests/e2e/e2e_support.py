@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from pathlib import Path
 import kept_between_runs
 import pytest
 from realistic_registry import RealisticRegistry
+from shards import newest_profile
 
 from pudev.building.labels import copy_context
 from pudev.common.halves import PLATFORM_SCOPE
@@ -31,7 +31,6 @@ from pudev.testing import localpasses
 from pudev.testing.suite_run import KEPT_CCACHE
 
 PUDEV = [sys.executable, "-m", "pudev.cli"]
-RUN_STARTED = time.monotonic()  # this module is imported as the run collects its tests
 # The engine probes health first one interval after the start (the image's 10 s), so a server up in 5 s
 # reads healthy at 10 s. Tests that wait for health probe every second instead; the image's own timing is
 # what test_clients.py's Compose service waits through.
@@ -67,15 +66,6 @@ def skip_or_fail(reason: str) -> None:
     if os.environ.get("PUDEV_REQUIRE_ENGINE") == "1" or os.environ.get("PUDEV_STRICT") == "1":
         pytest.fail(f"PUDEV_REQUIRE_ENGINE=1 but {reason}")
     pytest.skip(reason)
-
-
-def tidy_mid_run() -> None:
-    """`scripts/host-setup.sh tidy` as every run starts (under CI=true: replaced pudev images go, the build cache
-    is cut to its cap), first dropping the build cache records no step of this run has used: an older build's,
-    which the next run will not use either (the benchmark log's 2026-12-06 entry on CI's disk)."""
-    unused_for = f"{int(time.monotonic() - RUN_STARTED) + 60}s"
-    subprocess.run(["sh", str(REPO_ROOT / "scripts/host-setup.sh"), "tidy"], check=False, capture_output=True,
-                   timeout=600, env={**os.environ, "PUDEV_BUILD_CACHE_UNUSED_FOR": unused_for})
 
 
 def run_removed(image: str, options: Sequence[str], command: Sequence[str], *, timeout: float = 120,
@@ -177,8 +167,11 @@ class Profiles:
         self.suites: dict[str, SuiteRun] = {}
 
     def image(self, build: str) -> LocalImage:
-        """The stand-in build (a profile, or profile@platform), built once per run."""
+        """The stand-in build (a profile, or profile@platform), built once per run from its own stand-ins."""
         if build not in self.images:
+            profile, platform = split_build(build)
+            run_pudev("standins", "--profile", profile, "--platform", platform or native_platform(), timeout=3600,
+                      check=True)  # seconds when they are built already
             result = run_pudev("build", *build_args(build), timeout=5400, check=True)
             tag = next(line.split()[2] for line in result.stdout.splitlines() if line.startswith("pudev: built "))
             image_id = docker.image_id(tag)
@@ -232,8 +225,10 @@ def registry_client(registry: RealisticRegistry) -> Iterator[None]:
             docker.run(["rmi", *names], check=False)
 
 
-def push_candidate(registry: RealisticRegistry, *extra: str) -> tuple[str, str]:
-    """`pudev push --profile local` (inside registry_client): the candidate by digest, and its candidate tag."""
-    out = run_pudev("push", "--profile", "local", "--registry", registry.address, *extra, check=True).stdout
+def push_candidate(registry: RealisticRegistry, *extra: str, profile: str = "") -> tuple[str, str]:
+    """`pudev push --profile PROFILE` (inside registry_client; the newest by default): the candidate by digest, and
+    its candidate tag."""
+    out = run_pudev("push", "--profile", profile or newest_profile(), "--registry", registry.address, *extra,
+                    check=True).stdout
     line = next(text for text in out.splitlines() if text.startswith("candidate "))
     return line.split()[1], line.split()[3].rstrip(")")

@@ -1,9 +1,15 @@
-"""What e2e keeps between runs, as the BuildKit cache is kept, under one folder
-($PUDEV_TEST_CACHE, by default $XDG_CACHE_HOME or ~/.cache, then pudev-tests):
+"""The suite's disk policy: what e2e keeps between runs, its cap, and when it is released.
+
+In the engine, each shard (shards.py) starts by releasing what it does not use: the stand-ins and stand-in
+builds that none of its builds is or is made from (the last shard's), so that every shard has the room it was
+measured to need, whichever ran before it. What it uses stays, so a second run of the same shard is warm. The
+build cache, every project's on this engine, is cut to BUILD_CACHE_KEEP at the same moment, only where the
+machine is the project's own (CI=true) or PUDEV_PRUNE_BUILD_CACHE=1 allows it.
+
+Under one folder ($PUDEV_TEST_CACHE, by default $XDG_CACHE_HOME or ~/.cache, then pudev-tests):
 
 - each image's layer listing, by image id (an id names every layer's content, so a listing
-  never goes stale; `docker save` of a 7 GB image is a minute), where the engine's storage
-  cannot list the layers itself (overlay_layers: seconds, so nothing is kept);
+  never goes stale; `docker save` of a 7 GB image is a minute);
 - the kept registry's storage, so a layer that did not change is never sent again: `docker push`
   asks whether the candidate repository has each blob and skips the ones it has.
 
@@ -26,7 +32,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import overlay_layers
 import requests
 from realistic_registry import RealisticRegistry
 
@@ -36,6 +41,39 @@ from pudev.registry.oci import MANIFEST_TYPES
 
 LIMIT_BYTES = 24 * 1024**3
 CANDIDATE_SUFFIX = "-candidates"
+# What the build cache keeps after a shard's release, least recently used records going first: a warm run's
+# own steps (the stand-ins' downloads among them), measured in docs/maintaining/proof-costs.md.
+BUILD_CACHE_KEEP = "20GB"
+
+
+def release_for(builds: list[str]) -> list[str]:
+    """Before a shard: remove every stand-in and stand-in build none of `builds` is or is made from, and cut the
+    build cache where allowed (the module's docstring). Returns what was removed."""
+    from e2e_support import profile_variant, split_build  # e2e_support imports this module
+
+    from pudev.building.plan import local_tag
+    from pudev.devtools.standins import images_of_profile, load_standins
+
+    standins = load_standins()
+    kept = {standin.image for standin in standins if not standin.dockerfile}  # the OS images: small, and every
+    for build in builds:                                                       # other stand-in is built on them
+        profile, platform = split_build(build)
+        kept |= {local_tag(profile_variant(build)), *images_of_profile(profile, platform)}
+    ours = {standin.image.rsplit(":", 1)[0] for standin in standins} | {
+        profile_variant(build).image for build in _every_build()}
+    listed = docker.run(["images", "--format", "{{.Repository}}:{{.Tag}}"], check=False).stdout.split()
+    removed = [name for name in listed if name.rsplit(":", 1)[0] in ours and name not in kept]
+    if removed:
+        docker.run(["rmi", *removed], check=False, timeout=600)
+    if os.environ.get("CI") == "true" or os.environ.get("PUDEV_PRUNE_BUILD_CACHE") == "1":
+        docker.run(["builder", "prune", "-f", "--keep-storage", BUILD_CACHE_KEEP], check=False, timeout=1800)
+    return removed
+
+
+def _every_build() -> list[str]:
+    from e2e_support import standin_builds
+
+    return standin_builds()
 
 
 def cache_dir() -> Path:
@@ -49,12 +87,8 @@ def kept_storage_dir() -> Path:
 
 
 def layers_by_id(image: str, image_id: str) -> list[Layer]:
-    """read_layers(image) (`image` must still be `image_id`): from the storage where it can list them,
-    else from the save, kept under the image id."""
-    listed = overlay_layers.read_layers(image)
-    if listed is not None:
-        _require_still(image, image_id)
-        return listed
+    """read_layers(image) (`image` must still be `image_id`), from its `docker save` once and then from the
+    listing kept under the image id."""
     path = cache_dir() / "layers" / f"{image_id.removeprefix('sha256:')}.json"
     try:
         return [Layer(**entry) for entry in json.loads(path.read_text())]
@@ -83,7 +117,8 @@ def collect_garbage(registry: RealisticRegistry) -> None:
     storage = registry.distribution.storage
     if storage.exists() and _size(storage) > LIMIT_BYTES:
         shutil.rmtree(storage)
-    if storage.exists():
+    # Distribution's garbage-collect fails on a storage that never held a repository (a first run's).
+    if (storage / "docker/registry/v2/repositories").is_dir():
         registry.distribution.garbage_collect()
 
 

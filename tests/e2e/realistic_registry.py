@@ -1,7 +1,8 @@
 """A local registry that behaves like GHCR and Docker Hub, built from processes
 only (no Docker), everything listening on 127.0.0.1:
 
-- TLS everywhere, under a CA made for the run (`ca_file`; tls_material.py);
+- TLS everywhere but the token server (plain HTTP on 127.0.0.1: see its construction), under a CA
+  made for the run (`ca_file`; tls_material.py);
 - Distribution 2.8 (Debian's docker-registry) with `auth: token`: /v2/ answers
   401 `Bearer realm=...,service=...`; the token server (token_server.py) issues
   scoped JWTs: "pusher" may pull, push and delete, "admin" that and list the
@@ -66,7 +67,9 @@ class RealisticRegistry:
         self.tls = TlsMaterial.create(root / "tls")
         signer = TokenSigner(root / "tls", issuer=ISSUER, service=SERVICE)
         storage = storage or root / "storage"
-        self.token_server = TokenServer(signer, self.users, self.tls.server_context(), root / "token-server.log")
+        # Plain HTTP on 127.0.0.1, kinder than GHCR's: dockerd on the containerd image store fetches a token with
+        # its process's system trust store alone, never certs.d (moby/moby#52361), and this CA is new each run.
+        self.token_server = TokenServer(signer, self.users, None, root / "token-server.log")
         self.storage_host = StorageHost(storage, self.tls.server_context(), log=root / "storage-host.log")
         self.distribution = DistributionProcess(
             root, storage=storage, auth=TokenAuth(self.token_server.realm, SERVICE, ISSUER, signer.cert_file),

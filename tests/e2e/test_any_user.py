@@ -41,17 +41,17 @@ def _run(image: LocalImage, options: Sequence[str], command: Sequence[str], *,
 
 
 @pytest.mark.parametrize("run", SUITE_RUNS)
-def test_the_any_user_part_of_the_suite_passes(local_image: LocalImage, run: str) -> None:
+def test_the_any_user_part_of_the_suite_passes(newest_image: LocalImage, run: str) -> None:
     """zsh, bash, python, pip, jupyter and cuda-switch; HOME, the mirror, ENV and /workspace
     (tests/image/test_any_user.py), as each of those users and without the entrypoint."""
-    result = _run(local_image, SUITE_RUNS[run], ["pudev", "selftest", "--", "-q", "-m", "anyuser"], timeout=1200)
+    result = _run(newest_image, SUITE_RUNS[run], ["pudev", "selftest", "--", "-q", "-m", "anyuser"], timeout=1200)
     summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert " passed" in summary and not any(word in summary for word in ("failed", "skipped", "error")), summary
 
 
 @pytest.mark.parametrize("user", USERS)
-def test_the_environment_is_the_same_without_the_entrypoint(local_image: LocalImage, user: str) -> None:
+def test_the_environment_is_the_same_without_the_entrypoint(newest_image: LocalImage, user: str) -> None:
     """ENV, Python's and the shells' start-up files and the system-wide files give what the entrypoint
     would (the image ships no start hooks, the one thing only the entrypoint runs)."""
     # HOSTNAME differs per container; PWD is what the entrypoint's sh exports for the directory it was in.
@@ -59,8 +59,8 @@ def test_the_environment_is_the_same_without_the_entrypoint(local_image: LocalIm
              "env.pop('PWD', None); "
              "pip = subprocess.run(['pip', 'config', 'list'], capture_output=True, text=True).stdout; "
              "print(json.dumps({'env': env, 'pip': pip}))"]
-    with_entrypoint = json.loads(_run(local_image, USERS[user], probe).stdout)
-    without = json.loads(_run(local_image, [*NO_ENTRYPOINT, *USERS[user]], probe).stdout)
+    with_entrypoint = json.loads(_run(newest_image, USERS[user], probe).stdout)
+    without = json.loads(_run(newest_image, [*NO_ENTRYPOINT, *USERS[user]], probe).stdout)
     assert without == with_entrypoint
     env = without["env"]
     assert env["HOME"] != "/" and env["USER"] == "uid-4242"
@@ -71,9 +71,9 @@ def test_the_environment_is_the_same_without_the_entrypoint(local_image: LocalIm
 
 
 @pytest.mark.parametrize(("user", "expected_home"), [("4242:4242", "/tmp/home-4242"), ("4242:0", "/home/dev")])
-def test_home_falls_back_and_workspace_follows_group_0(local_image: LocalImage, user: str, expected_home: str) -> None:
+def test_home_falls_back_and_workspace_follows_group_0(newest_image: LocalImage, user: str, expected_home: str) -> None:
     script = 'echo "$HOME"; touch /workspace/made-here 2>/dev/null && stat -c %g /workspace/made-here || echo denied'
-    lines = _run(local_image, USERS[user], ["sh", "-c", script]).stdout.split()
+    lines = _run(newest_image, USERS[user], ["sh", "-c", script]).stdout.split()
     assert lines == [expected_home, "0" if user.endswith(":0") else "denied"]
 
 
@@ -97,9 +97,9 @@ def _jupyterlab(image: LocalImage, purpose: str, options: Sequence[str],
 
 
 @pytest.mark.parametrize("run", JUPYTER_RUNS)
-def test_jupyterlab_starts_for_any_user_and_wants_the_token(local_image: LocalImage, run: str) -> None:
+def test_jupyterlab_starts_for_any_user_and_wants_the_token(newest_image: LocalImage, run: str) -> None:
     options, command = JUPYTER_RUNS[run]
-    with _jupyterlab(local_image, "anyuser-jupyter", options, command) as (container, server):
+    with _jupyterlab(newest_image, "anyuser-jupyter", options, command) as (container, server):
         assert server.request("GET", "api/status", token="")[0] == 403
         owner = container.exec(["ps", "-o", "uid=", "-C", "jupyter-lab"]).stdout.split()
         assert owner == ["4242"], owner
@@ -128,11 +128,11 @@ BAD_INPUTS = {
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS)
-def test_a_bad_input_is_one_line_and_a_quick_exit(local_image: LocalImage, case: str) -> None:
+def test_a_bad_input_is_one_line_and_a_quick_exit(newest_image: LocalImage, case: str) -> None:
     options, expected = BAD_INPUTS[case]
     command = ["jupyter", "lab"] if NO_ENTRYPOINT[0] in options else []
     started = time.monotonic()
-    result = _run(local_image, options, command, timeout=120)
+    result = _run(newest_image, options, command, timeout=120)
     elapsed = time.monotonic() - started
     lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
     assert result.returncode == 2, (result.returncode, lines[-20:])
@@ -168,7 +168,7 @@ def kubernetes_flags(manifest: dict[str, Any]) -> tuple[list[str], list[str]]:
     return options, list(container["command"])
 
 
-def test_jupyterlab_answers_with_the_kubernetes_read_only_mounts(local_image: LocalImage) -> None:
+def test_jupyterlab_answers_with_the_kubernetes_read_only_mounts(newest_image: LocalImage) -> None:
     """examples/kubernetes/jupyterlab-readonly.yaml's uid (4242), read-only root and emptyDir volumes, as
     docker flags: JupyterLab answers, and a kernel's HOME is the mounted home. About 4 s."""
     from ruamel.yaml import YAML
@@ -176,7 +176,7 @@ def test_jupyterlab_answers_with_the_kubernetes_read_only_mounts(local_image: Lo
     pod = next(doc for doc in YAML(typ="safe").load_all(READ_ONLY_MANIFEST.read_text()) if doc["kind"] == "Pod")
     options, command = kubernetes_flags(pod)
     assert options[:2] == ["--user", "4242:4242"] and "/home/dev:exec,uid=4242,gid=4242" in options, options
-    with _jupyterlab(local_image, "anyuser-k8s-readonly", options, command) as (_, server):
+    with _jupyterlab(newest_image, "anyuser-k8s-readonly", options, command) as (_, server):
         status, kernel = server.request("POST", "api/kernels", {"name": "python3"})
         assert status == 201
         seen = server.run_code(kernel["id"], "import os; print(os.getuid(), os.environ['HOME'])").strip()
@@ -188,9 +188,9 @@ EXTENSION = ("from torch.utils.cpp_extension import load_inline; "
 
 
 @pytest.mark.allow_log(r"Traceback \(most recent call last\)", r"OSError: \[Errno 30\] Read-only file system")
-def test_an_extension_build_without_the_home_mount_names_it_first(local_image: LocalImage) -> None:
+def test_an_extension_build_without_the_home_mount_names_it_first(newest_image: LocalImage) -> None:
     """A read-only root with only /tmp: one line naming the mount, before torch's traceback. About 2 s."""
-    result = _run(local_image, ["--read-only", "--tmpfs", "/tmp"], ["python", "-c", EXTENSION], timeout=300)
+    result = _run(newest_image, ["--read-only", "--tmpfs", "/tmp"], ["python", "-c", EXTENSION], timeout=300)
     lines = result.stderr.splitlines()
     said = [index for index, line in enumerate(lines) if line.startswith("pudev: torch builds extensions in ")]
     traceback = [index for index, line in enumerate(lines) if line.startswith("Traceback")]
@@ -201,10 +201,10 @@ def test_an_extension_build_without_the_home_mount_names_it_first(local_image: L
     assert "Read-only file system" in lines[-1], lines[-3:]
 
 
-def test_an_arbitrary_uid_on_a_noexec_home_is_told_before_the_build(local_image: LocalImage) -> None:
+def test_an_arbitrary_uid_on_a_noexec_home_is_told_before_the_build(newest_image: LocalImage) -> None:
     """uid 4242 on a read-only root with only /tmp: HOME falls back to /tmp/home-4242, noexec; the build's
     first import says so (the issue's `failed to map segment` otherwise comes after a full compile). About 5 s."""
-    result = _run(local_image, ["--read-only", "--tmpfs", "/tmp", "--user", "4242:4242"],
+    result = _run(newest_image, ["--read-only", "--tmpfs", "/tmp", "--user", "4242:4242"],
                   ["python", "-c", "import torch.utils.cpp_extension"], timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stderr.splitlines()[:1] == [  # first, before torch's own "No CUDA runtime is found" line
@@ -213,9 +213,9 @@ def test_an_arbitrary_uid_on_a_noexec_home_is_told_before_the_build(local_image:
         "(Kubernetes: an emptyDir at /home/dev)"], result.stderr[-2000:]
 
 
-def test_pudev_uid_0_is_warned_about_and_runs_as_root(local_image: LocalImage) -> None:
+def test_pudev_uid_0_is_warned_about_and_runs_as_root(newest_image: LocalImage) -> None:
     """`-e PUDEV_UID="$(id -u)"` from a host logged in as root: one line, the command as root, dev untouched."""
-    result = _run(local_image, ["--user", "0", "--env", "PUDEV_UID=0", "--env", "PUDEV_GID=0"],
+    result = _run(newest_image, ["--user", "0", "--env", "PUDEV_UID=0", "--env", "PUDEV_GID=0"],
                   ["sh", "-c", "id -u; id -u dev; stat -c %u /home/dev"])
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0", "1000", "1000"]

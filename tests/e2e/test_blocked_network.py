@@ -33,9 +33,10 @@ from urllib.parse import urlsplit
 
 import pytest
 from debian_archive import SigningKey, signing_key, write_archive
-from e2e_support import QUICK_HEALTH, LocalImage, Profiles, skip_or_fail
+from e2e_support import QUICK_HEALTH, LocalImage, Profiles, emulated, skip_or_fail, standin_builds
 from jupyter_client_lite import JupyterServer, notebook
 from kept_between_runs import cache_dir
+from shards import shard_of
 from tls_material import TlsMaterial
 
 from pudev.engine import docker
@@ -45,6 +46,7 @@ from pudev.mirror.catalogue import MIRRORS
 from pudev.mirror.models import HF_MIRRORS
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
+NATIVE_BUILDS = [build for build in standin_builds() if not emulated(build)]
 HEALTH = "{{.State.Health.Status}}"
 ADDRESS = "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}"
 WORLD_SCRIPTS = [Path(__file__).with_name(name) for name in ("blocked_world.py", "tls_accept.py")]
@@ -231,7 +233,10 @@ def _run_the_notebook(user: TrackedContainer, token: str) -> str:
 
 # The refusal is the point: pip's first and last lines stay, on stderr.
 @pytest.mark.allow_log(r"ERROR: (Cannot install pudev-wants-other-torch|ResolutionImpossible)")
-@pytest.mark.parametrize("case", [("local", "aliyun"), ("local-current", "tuna")], ids="-".join)
+# Each line's image behind one of the two mirrors: the 2024 line's conda base, the newest line's system Python.
+@pytest.mark.parametrize("case", [pytest.param((build, mirror), marks=pytest.mark.shard(shard_of(build)),
+                                               id=f"{build}-{mirror}")
+                                  for build, mirror in zip(NATIVE_BUILDS, ("aliyun", "tuna"), strict=False)])
 def test_a_first_hour_touches_only_the_mirror(profiles: Profiles, case: tuple[str, str], blocked_network: str,
                                              archive_key: SigningKey, tmp_path: Path, *, open_world: bool) -> None:
     build, mirror = case  # the profile's image, and the mirror it is switched to

@@ -30,7 +30,7 @@ def _client(name: str, hint: str) -> str:
     return found
 
 
-def test_compose_cpu_service_comes_up_healthy(local_image: LocalImage, tmp_path: Path) -> None:
+def test_compose_cpu_service_comes_up_healthy(newest_image: LocalImage, tmp_path: Path) -> None:
     compose = _client("docker-compose", "sudo apt-get install docker-compose")
     port, token, project = free_port(), uuid.uuid4().hex, f"pudev-e2e-{uuid.uuid4().hex[:8]}"
     # The project folder compose mounts at /workspace, readable as a cloned project is (pytest's own
@@ -38,7 +38,7 @@ def test_compose_cpu_service_comes_up_healthy(local_image: LocalImage, tmp_path:
     # server it cannot stat there).
     (tmp_path / "project").mkdir(mode=0o755)
     tmp_path.chmod(0o755)
-    env = {**os.environ, "PUDEV_IMAGE": local_image.tag, "JUPYTER_HOST_PORT": str(port), "JUPYTER_TOKEN": token}
+    env = {**os.environ, "PUDEV_IMAGE": newest_image.tag, "JUPYTER_HOST_PORT": str(port), "JUPYTER_TOKEN": token}
     base = [compose, "--project-name", project, "--project-directory", str(tmp_path / "project"), "--file",
             str(REPO_ROOT / "docker-compose.yml")]
     try:
@@ -64,11 +64,11 @@ def test_compose_cpu_service_comes_up_healthy(local_image: LocalImage, tmp_path:
                        check=False)
 
 
-def test_devcontainer_cli_opens_the_image(local_image: LocalImage, tmp_path: Path) -> None:
+def test_devcontainer_cli_opens_the_image(newest_image: LocalImage, tmp_path: Path) -> None:
     cli = _client("devcontainer", "npm install -g @devcontainers/cli")
     workspace = tmp_path / "project"
     shutil.copytree(REPO_ROOT / ".devcontainer", workspace / ".devcontainer")
-    env = {**os.environ, "PUDEV_IMAGE": local_image.tag}
+    env = {**os.environ, "PUDEV_IMAGE": newest_image.tag}
     common = ["--workspace-folder", str(workspace), "--docker-path", docker.docker_cli()]
     try:
         up = subprocess.run([cli, "up", *common], env=env, capture_output=True, text=True, timeout=600, check=False)

@@ -34,21 +34,21 @@ def _cpus(image: LocalImage) -> int:
 
 @pytest.mark.parametrize(("memory", "cpus"), [("3g", "2"), ("8g", "1"), ("8g", "1.5")])
 @pytest.mark.parametrize("how", ["entrypoint", "uid 4242:4242, no entrypoint"])
-def test_compile_jobs_follow_the_containers_own_limits(local_image: LocalImage, memory: str, cpus: str,
+def test_compile_jobs_follow_the_containers_own_limits(newest_image: LocalImage, memory: str, cpus: str,
                                                        how: str) -> None:
     options = ["--memory", memory, "--memory-swap", memory, "--cpus", cpus]
     if how != "entrypoint":
         options += ["--user", "4242:4242", "--entrypoint", ""]
-    shown = _run(local_image, options, PRINT_JOBS)
+    shown = _run(newest_image, options, PRINT_JOBS)
     assert shown.returncode == 0, shown.stderr[-2000:]
     jobs, cmake_level = (int(value) for value in shown.stdout.split())
-    verify = _run(local_image, options, ["pudev", "verify", "--json", "--cpu"])
+    verify = _run(newest_image, options, ["pudev", "verify", "--json", "--cpu"])
     facts = json.loads(verify.stdout)["facts"]["compile"]
     assert facts["memory_source"] == "cgroup limit" and facts["cgroup_version"] in ("v1", "v2")
     free = facts["memory_free"]
     limit = int(memory.rstrip("g")) * GIB
     assert limit - 512 * 1024**2 < free <= limit, "the container's own limit, less what runs in it, not the host's"
-    cpu_cap = min(_cpus(local_image), math.ceil(float(cpus)))  # the quota, within the CPUs the host gives
+    cpu_cap = min(_cpus(newest_image), math.ceil(float(cpus)))  # the quota, within the CPUs the host gives
     assert facts["cpus"] == cpu_cap
     expected = max(1, min(cpu_cap, (free - FRONT_END_BYTES) // JOB_BYTES))
     assert expected == (1 if memory == "3g" or cpus == "1" else 2)  # each limit really decides
@@ -68,7 +68,7 @@ READ_THE_COMPILERS = ('compiler=$(c++ -print-prog-name=cc1plus) && '
 
 
 @pytest.mark.allow_log(r"^Traceback \(most recent call last\):")  # setup.py's own, for the failed build
-def test_a_compiler_the_oom_killer_stops_is_named_in_one_line(local_image: LocalImage) -> None:
+def test_a_compiler_the_oom_killer_stops_is_named_in_one_line(newest_image: LocalImage) -> None:
     """One translation unit with torch's headers needs ~1.3 GiB; python with torch imported (the front end,
     setup.py) holds ~0.4. Under 640 MiB the kernel must kill one of them soon after the compile starts, while
     the compiler is still the smaller: the launcher makes the compiler its first choice (oom_score_adj), so
@@ -77,9 +77,9 @@ def test_a_compiler_the_oom_killer_stops_is_named_in_one_line(local_image: Local
     thrashing under cgroup v1.)"""
     build = ("cp -r /opt/pudev/tests/extension /tmp/ext && cd /tmp/ext && "
              "TORCH_CUDA_ARCH_LIST=8.0 python setup.py build_ext --inplace")
-    warmed = _run(local_image, ["--entrypoint", ""], ["bash", "-c", READ_THE_COMPILERS])
+    warmed = _run(newest_image, ["--entrypoint", ""], ["bash", "-c", READ_THE_COMPILERS])
     assert warmed.returncode == 0, warmed.stderr[-2000:]
-    result = _run(local_image, ["--memory", "640m", "--memory-swap", "640m"], ["bash", "-c", build], timeout=900)
+    result = _run(newest_image, ["--memory", "640m", "--memory-swap", "640m"], ["bash", "-c", build], timeout=900)
     assert result.returncode != 0
     lines = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("pudev: ")]
     assert lines, (result.stdout + result.stderr)[-3000:]
@@ -97,14 +97,14 @@ def cache_volume() -> Iterator[str]:
     docker.run(["volume", "rm", "-f", name], check=False)
 
 
-def test_the_compiler_cache_lives_on_in_a_named_volume_any_uid_can_write(local_image: LocalImage,
+def test_the_compiler_cache_lives_on_in_a_named_volume_any_uid_can_write(newest_image: LocalImage,
                                                                           cache_volume: str) -> None:
     compile_twice = ("cd /tmp && printf 'int twice(int x) { return 2 * x; }\\n' > t.c && gcc -O2 -c t.c -o t.o && "
                      "ccache --print-stats")
     mount = ["-v", f"{cache_volume}:/var/cache/pudev/ccache"]
     results = []
     for options in (["--user", "4242:4242", "--entrypoint", ""], [], ["--user", "5151:0"]):
-        run = _run(local_image, [*mount, *options], ["bash", "-c", compile_twice])
+        run = _run(newest_image, [*mount, *options], ["bash", "-c", compile_twice])
         assert run.returncode == 0, run.stderr[-2000:]
         stats = dict(line.split("\t", 1) for line in run.stdout.splitlines() if "\t" in line)
         hits = int(stats["direct_cache_hit"]) + int(stats["preprocessed_cache_hit"])

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 from e2e_support import PUDEV, LocalImage, build_context_copy, lock_in, profile_variant, run_pudev
-from secret_scan import files_in_save, find_secret
+from secret_scan import find_secret
+from shards import newest_profile
 
 from pudev.building.cabundle import resolve_ca_bundle
+from pudev.common.gpu_arch import capability_of
 from pudev.devtools.standins import load_standins
 from pudev.engine import docker
 from pudev.engine.containers import TRACKED_LABEL
@@ -29,16 +31,22 @@ from pudev.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 FAULT_IMAGE = "pudev-fault/pytorch-universal-dev"
-FAULT_TAG = f"{FAULT_IMAGE}:{profile_variant('local').name}"
+FAULT_VARIANT = profile_variant(newest_profile())
+FAULT_TAG = f"{FAULT_IMAGE}:{FAULT_VARIANT.name}"
 # A different arch list changes an ENV early in the final stage, so the OS-package and
 # requirements steps (the ones that mount the CA secret) really run again.
-FAULT_BUILD = ["build", "--profile", "local", "--set", f"image={FAULT_IMAGE}", "--set", "cuda_arch_list=8.0;9.0"]
-ARCHES = ("5.0", "5.2", "6.0", "6.1", "7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0")
+FAULT_BUILD = ["build", "--profile", newest_profile(), "--set", f"image={FAULT_IMAGE}", "--set",
+               "cuda_arch_list=8.0;9.0"]
+# The capabilities every toolkit of the image compiles for (the variant's catalogue range), from nvcc's list.
+ARCHES = tuple(arch for arch in ("5.0", "5.2", "6.0", "6.1", "7.0", "7.2", "7.5", "8.0", "8.6", "8.7", "8.9", "9.0",
+                                 "10.0", "10.3", "11.0", "12.0", "12.1")
+               if all(capability_of(toolkit.min_arch) <= capability_of(arch) <= capability_of(toolkit.max_arch)
+                      for toolkit in FAULT_VARIANT.toolkits))
 
 
 def fresh_build(rng: random.Random) -> list[str]:
     """FAULT_BUILD with an arch list no earlier run used, so its steps cannot come from the cache: 4 to 7
-    arches in a random order (order is free in TORCH_CUDA_ARCH_LIST), one of about 4.7 million lists, so
+    arches in a random order (order is free in TORCH_CUDA_ARCH_LIST), one of tens of thousands of lists or more, so
     the cache a CI machine keeps between runs never holds it by chance (replaying a seed whose build
     finished does: run `docker builder prune` first)."""
     arches = rng.sample(ARCHES, rng.randint(4, 7))
@@ -74,7 +82,7 @@ def fresh_with_bundle() -> dict[str, bool]:
 
 
 @pytest.fixture
-def fault_image(local_image: LocalImage, unique_ca_bundle: tuple[Path, str], fault_image_cleanup: None,
+def fault_image(newest_image: LocalImage, unique_ca_bundle: tuple[Path, str], fault_image_cleanup: None,
                 fresh_with_bundle: dict[str, bool], rng: random.Random) -> str:
     """FAULT_TAG, built with the unique CA bundle on a fresh arch list (so the steps that mount the
     secret really ran with it): the SIGINT test's rebuild, or a build made here when a test runs alone."""
@@ -130,7 +138,7 @@ HELD = "sigint test: the OS-package step is held"
 
 
 @pytest.fixture
-def held_os_step(local_image: LocalImage, tmp_path: Path) -> Iterator[tuple[Path, Gate]]:
+def held_os_step(newest_image: LocalImage, tmp_path: Path) -> Iterator[tuple[Path, Gate]]:
     """A build context whose OS-package step, after its packages, says it is held and waits for the gate:
     an interrupt then always lands inside the step, never after the tag (2026-12-05: a random delay after
     the step's header came after a 27-second, mostly cached build had finished). The port makes the script,
@@ -203,20 +211,20 @@ def test_sigint_mid_build_creates_no_tag_and_the_rerun_reuses_the_cache(
 
 
 def test_no_secret_material_in_any_layer(unique_ca_bundle: tuple[Path, str], fault_image: str,
-                                        local_image: LocalImage) -> None:
+                                        newest_image: LocalImage) -> None:
     """Every layer the fault build made with the unique bundle mounted; the local image's layers were made before
     that bundle existed, so they cannot hold it (secret_scan.py)."""
     _, needle = unique_ca_bundle
-    found, folders = find_secret(FAULT_TAG, local_image.tag, needle)
+    found, folders = find_secret(FAULT_TAG, newest_image.tag, needle)
     assert not found, f"CA bundle bytes in layers: {found}"
     if folders is not None:  # the fresh arch list rebuilt the OS-package and requirements steps at the least
         assert folders >= 4, f"only {folders} new layer(s) read"
 
 
 def test_the_secret_scan_finds_what_a_layer_holds(unique_ca_bundle: tuple[Path, str], standins: None) -> None:
-    """The scan above can fail: an image that does carry the needle, in a layer a later one deletes, is caught,
-    by the layer folders and by the `docker save` fallback, which reads the config too (the label, and the
-    history that names it); on the small OS stand-in: the scan is what is proven."""
+    """The scan above can fail: an image that does carry the needle, in a layer a later one deletes, is caught
+    by the scan of its `docker save`, which reads the config too (the label, and the history that names it); on
+    the small OS stand-in: the scan is what is proven."""
     _, needle = unique_ca_bundle
     probe, os_image = "pudev-secret-probe:leaky", load_standins()[0].image
     dockerfile = (f"FROM {os_image}\nRUN printf '%s' '{needle}' > /etc/leak && chmod 0 /etc/leak\nRUN rm /etc/leak\n"
@@ -224,11 +232,10 @@ def test_the_secret_scan_finds_what_a_layer_holds(unique_ca_bundle: tuple[Path, 
     subprocess.run([docker.docker_cli(), "build", "--quiet", "-t", probe, "-"], input=dockerfile, text=True,
                    capture_output=True, check=True, env=docker.docker_env())
     try:
-        found, folders = find_secret(probe, os_image, needle)
-        assert folders == 2 and [name.rsplit("/", 2)[-2:] for name in found] == [["etc", "leak"]], (found, folders)
-        saved = files_in_save(probe, needle.encode())
-        assert [name.rsplit(":", 1)[1] for name in saved if ":" in name] == ["etc/leak"], saved
-        assert [name for name in saved if ":" not in name], f"the label's config was not read: {saved}"
+        found, layers = find_secret(probe, os_image, needle)
+        assert layers == 2, layers  # the two RUN steps' layers: what the OS image lacks
+        assert [name.rsplit(":", 1)[1] for name in found if ":" in name] == ["etc/leak"], found
+        assert [name for name in found if ":" not in name], f"the label's config was not read: {found}"
     finally:
         docker.run(["rmi", probe], check=False)
 
@@ -274,7 +281,7 @@ def test_unresolvable_requirement_names_the_package_and_keeps_tags(tmp_path: Pat
     good = docker.image_id(fault_image)
     assert good is not None
     root = build_context_copy(tmp_path)
-    lock = lock_in(root, "local")
+    lock = lock_in(root, newest_profile())
     lock.write_text(re.sub(r"^tqdm==\S+", "tqdm==99.0.0", lock.read_text(), flags=re.MULTILINE))
     result = _build_in(root)
     assert result.returncode != 0
@@ -290,7 +297,7 @@ def test_tampered_lock_hash_fails_with_a_hash_error(tmp_path: Path, fault_image:
     good = docker.image_id(fault_image)
     assert good is not None
     root = build_context_copy(tmp_path)
-    lock = lock_in(root, "local")
+    lock = lock_in(root, newest_profile())
     text = lock.read_text()
     block = re.search(r"^tqdm==\S+ \\\n(?:\s+--hash=sha256:\w+(?: \\)?\n)+", text, re.MULTILINE)
     assert block is not None
@@ -306,9 +313,9 @@ def test_tampered_lock_hash_fails_with_a_hash_error(tmp_path: Path, fault_image:
     assert docker.image_id(FAULT_TAG) == good
 
 
-def test_test_run_past_its_timeout_is_stopped_and_removed(local_image: LocalImage) -> None:
+def test_test_run_past_its_timeout_is_stopped_and_removed(newest_image: LocalImage) -> None:
     started = time.monotonic()
-    result = run_pudev("test", "--profile", "local", "--timeout", "8", "--", "-k",
+    result = run_pudev("test", "--profile", newest_profile(), "--timeout", "8", "--", "-k",
                        "test_cuda_extension_builds_and_its_host_entry_point_runs", timeout=600)
     assert result.returncode != 0
     assert all(word in result.stderr for word in ("8 s", "container was removed")), result.stderr[-2000:]
@@ -326,12 +333,12 @@ def _stop_daemon() -> None:
         time.sleep(0.5)
 
 
-def test_daemon_stopped_during_a_test_run(local_image: LocalImage) -> None:
+def test_daemon_stopped_during_a_test_run(newest_image: LocalImage) -> None:
     if os.environ.get("PUDEV_DISRUPTIVE_TESTS") != "1":
         if os.environ.get("PUDEV_STRICT") == "1":
             pytest.fail("PUDEV_STRICT=1 but PUDEV_DISRUPTIVE_TESTS is not set")
         pytest.skip("stops this machine's Docker daemon; set PUDEV_DISRUPTIVE_TESTS=1 (.ci/run does)")
-    process = subprocess.Popen([*PUDEV, "test", "--profile", "local"], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+    process = subprocess.Popen([*PUDEV, "test", "--profile", newest_profile()], cwd=REPO_ROOT, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

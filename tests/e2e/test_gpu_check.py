@@ -32,9 +32,9 @@ def _gpu_check(image: LocalImage, out: Path, budget_s: int) -> str:
 
 
 @pytest.mark.allow_log(r"^ERROR tests/image/", r"ERROR at setup of test_")  # the strict failures it asks for
-def test_without_a_gpu_every_step_runs_and_fails_strictly(local_image: LocalImage, tmp_path: Path) -> None:
+def test_without_a_gpu_every_step_runs_and_fails_strictly(newest_image: LocalImage, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    stdout = _gpu_check(local_image, out, budget_s=600)
+    stdout = _gpu_check(newest_image, out, budget_s=600)
     assert "gpu-check: FAILED: verify gpumon gpu-tests bench-resnet50 bench-vit_b_16 (" in stdout
     assert {path.name for path in out.iterdir()} == RETURNED_FILES
 
@@ -62,8 +62,8 @@ def test_without_a_gpu_every_step_runs_and_fails_strictly(local_image: LocalImag
     assert bench.count("pudev bench: no GPU visible, and timing claims need one") == 2
 
 
-def test_a_spent_budget_runs_nothing_and_says_so(local_image: LocalImage, tmp_path: Path) -> None:
-    stdout = _gpu_check(local_image, tmp_path / "out", budget_s=0)
+def test_a_spent_budget_runs_nothing_and_says_so(newest_image: LocalImage, tmp_path: Path) -> None:
+    stdout = _gpu_check(newest_image, tmp_path / "out", budget_s=0)
     assert "== verify: not run, the 0s budget is spent" in stdout
     assert "== bench-vit_b_16: skipped" in stdout
     assert ("FAILED: verify(not-run) gpumon(not-run) gpu-tests(not-run) bench-resnet50(not-run) "

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from e2e_support import PUDEV, QUICK_HEALTH, LocalImage, profile_variant
 from jupyter_client_lite import JupyterServer, free_port, notebook
+from shards import newest_profile
 
 from pudev.engine import docker
 from pudev.engine.containers import TrackedContainer
@@ -40,9 +41,9 @@ def _start(image: LocalImage, *, container_port: int = 8888, env: dict[str, str]
 
 
 @pytest.fixture(scope="module")
-def default_server(local_image: LocalImage) -> Iterator[tuple[TrackedContainer, JupyterServer]]:
+def default_server(newest_image: LocalImage) -> Iterator[tuple[TrackedContainer, JupyterServer]]:
     token = secrets.token_hex(16)
-    container, port = _start(local_image, env={"JUPYTER_TOKEN": token})
+    container, port = _start(newest_image, env={"JUPYTER_TOKEN": token})
     with container:
         status = container.wait_for(HEALTH, "healthy", timeout=180)
         assert status == "healthy", container.logs()[-3000:]
@@ -57,7 +58,7 @@ def test_status_needs_the_token(default_server: tuple[TrackedContainer, JupyterS
     assert server.request("GET", "api/status", token="wrong")[0] == 403
 
 
-def test_notebook_cell_runs_torch(default_server: tuple[TrackedContainer, JupyterServer], local_image: LocalImage
+def test_notebook_cell_runs_torch(default_server: tuple[TrackedContainer, JupyterServer], newest_image: LocalImage
                                   ) -> None:
     _, server = default_server
     code = "import torch; print(torch.version.cuda)"
@@ -66,7 +67,7 @@ def test_notebook_cell_runs_torch(default_server: tuple[TrackedContainer, Jupyte
     status, session = server.request("POST", "api/sessions", {
         "path": "probe.ipynb", "type": "notebook", "name": "probe.ipynb", "kernel": {"name": "python3"}})
     assert status == 201, session
-    assert server.run_code(session["kernel"]["id"], code).strip() == profile_variant("local").cuda
+    assert server.run_code(session["kernel"]["id"], code).strip() == profile_variant(newest_profile()).cuda
     status, saved = server.request("GET", "api/contents/probe.ipynb")
     assert status == 200 and saved["content"]["cells"][0]["source"] == code
 
@@ -91,8 +92,8 @@ def test_server_runs_as_the_default_user_in_workspace(default_server: tuple[Trac
     assert container.exec(["sh", "-c", "ls /proc/1/cwd -l"]).returncode == 0
 
 
-def test_port_base_url_and_token_overrides(local_image: LocalImage) -> None:
-    container, port = _start(local_image, container_port=9999, env={
+def test_port_base_url_and_token_overrides(newest_image: LocalImage) -> None:
+    container, port = _start(newest_image, container_port=9999, env={
         "JUPYTER_PORT": "9999", "JUPYTER_BASE_URL": "/nb/", "JUPYTER_TOKEN": "override-token"})
     with container:
         # The healthcheck reads the runtime file, so it follows the overrides without being told.
@@ -102,8 +103,8 @@ def test_port_base_url_and_token_overrides(local_image: LocalImage) -> None:
         assert server.request("GET", "api/status", token="")[0] == 403
 
 
-def test_generated_token_is_printed_with_the_url(local_image: LocalImage) -> None:
-    container, port = _start(local_image)
+def test_generated_token_is_printed_with_the_url(newest_image: LocalImage) -> None:
+    container, port = _start(newest_image)
     with container:
         assert container.wait_for(HEALTH, "healthy", timeout=180) == "healthy"
         match = re.search(r"http://127\.0\.0\.1:8888/lab\?token=([0-9a-f]{32,})", container.logs())
@@ -114,16 +115,16 @@ def test_generated_token_is_printed_with_the_url(local_image: LocalImage) -> Non
 
 
 @pytest.mark.allow_log(r"WARNING: authentication is OFF")  # the warning this opt-in must print
-def test_disabling_auth_is_an_explicit_opt_in(local_image: LocalImage) -> None:
-    container, port = _start(local_image, env={"PUDEV_JUPYTER_NO_AUTH": "1"})
+def test_disabling_auth_is_an_explicit_opt_in(newest_image: LocalImage) -> None:
+    container, port = _start(newest_image, env={"PUDEV_JUPYTER_NO_AUTH": "1"})
     with container:
         assert container.wait_for(HEALTH, "healthy", timeout=180) == "healthy"
         assert JupyterServer(port=port).request("GET", "api/status", token="")[0] == 200
         assert "authentication is OFF" in container.logs()
 
 
-def test_docker_stop_ends_within_the_grace_period(local_image: LocalImage) -> None:
-    container, _ = _start(local_image, env={"JUPYTER_TOKEN": "t"})
+def test_docker_stop_ends_within_the_grace_period(newest_image: LocalImage) -> None:
+    container, _ = _start(newest_image, env={"JUPYTER_TOKEN": "t"})
     with container:
         assert container.wait_for(HEALTH, "healthy", timeout=180) == "healthy"
         started = time.monotonic()
@@ -170,7 +171,7 @@ def _as_user(options: list[str], user: str) -> list[str]:
 
 
 @pytest.mark.parametrize("user", HARDENED_USERS)
-def test_hardened_run_serves_and_runs_a_kernel(local_image: LocalImage, user: str) -> None:
+def test_hardened_run_serves_and_runs_a_kernel(newest_image: LocalImage, user: str) -> None:
     """The documented hardened run, as the image user and as an arbitrary uid (the `--user` variants the page
     shows): JupyterLab answers, a kernel starts, and a C++ extension compiles, imports and is cached, so a new
     kernel loads it without building again. 24-28 s each on a 2-core runner (measured), most of it the first build."""
@@ -179,7 +180,7 @@ def test_hardened_run_serves_and_runs_a_kernel(local_image: LocalImage, user: st
     options = [*_as_user(_hardened_options(), HARDENED_USERS[user]), *QUICK_HEALTH,
                "--tmpfs", f"/workspace:uid={uid},gid={gid}",
                "--publish", f"127.0.0.1:{port}:8888", "--env", "JUPYTER_TOKEN=hardened"]
-    container = TrackedContainer(local_image.tag, purpose="hardened", options=options)
+    container = TrackedContainer(newest_image.tag, purpose="hardened", options=options)
     container.start()
     with container:
         assert container.wait_for(HEALTH, "healthy", timeout=180) == "healthy", container.logs()[-3000:]
@@ -245,18 +246,20 @@ def _containers_of(image: str) -> list[str]:
     return docker.run(["ps", "-aq", "--filter", f"ancestor={image}"]).stdout.split()
 
 
-def test_pudev_jupyter_runs_the_quick_start_as_the_host_user(local_image: LocalImage, tmp_path: Path) -> None:
+def test_pudev_jupyter_runs_the_quick_start_as_the_host_user(newest_image: LocalImage, tmp_path: Path) -> None:
     """`pudev jupyter` (make jupyter) as uid 4242: the address it prints works, the kernel runs as 4242 with 8 GB
     of /dev/shm, a file saved in JupyterLab lands in the host folder owned by 4242, and Ctrl-C removes it all."""
     workspace = Path(tempfile.mkdtemp(prefix="pudev-jupyter-"))  # under /tmp, which that user may enter
     os.chown(workspace, HOST_USER, HOST_USER)
-    before = set(_containers_of(local_image.tag))
+    before = set(_containers_of(newest_image.tag))
+    home = Path(tempfile.mkdtemp(prefix="pudev-jupyter-home-"))  # the user's own: its docker client's config
+    os.chown(home, HOST_USER, HOST_USER)
     process = subprocess.Popen(
         ["setpriv", f"--reuid={HOST_USER}", f"--regid={HOST_USER}", f"--groups={grp.getgrnam('docker').gr_gid}",
-         "--", *PUDEV, "jupyter", "--image", local_image.tag, "--port", str(free_port()),
+         "--", *PUDEV, "jupyter", "--image", newest_image.tag, "--port", str(free_port()),
          "--workspace", str(workspace)],
         cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "HOME": str(tmp_path)})
+        env={**os.environ, "HOME": str(home)})
     try:
         assert process.stderr is not None
         first = process.stderr.readline()
@@ -280,7 +283,8 @@ def test_pudev_jupyter_runs_the_quick_start_as_the_host_user(local_image: LocalI
         process.send_signal(signal.SIGINT)  # Ctrl-C: the client passes it on, and --rm removes the container
         process.wait(timeout=60)
     deadline = time.monotonic() + 30
-    while set(_containers_of(local_image.tag)) - before and time.monotonic() < deadline:
+    while set(_containers_of(newest_image.tag)) - before and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert not set(_containers_of(local_image.tag)) - before, "the container outlived Ctrl-C"
+    assert not set(_containers_of(newest_image.tag)) - before, "the container outlived Ctrl-C"
     shutil.rmtree(workspace)
+    shutil.rmtree(home)

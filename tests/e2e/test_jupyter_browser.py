@@ -18,6 +18,7 @@ from e2e_support import QUICK_HEALTH, LocalImage, profile_variant
 from jupyter_client_lite import JupyterServer, free_port
 from selenium.common.exceptions import TimeoutException, WebDriverException
 from selenium.webdriver.common.by import By
+from shards import newest_profile
 from test_any_user import USERS
 from test_jupyter import _hardened_options
 
@@ -54,9 +55,9 @@ def _start(image: LocalImage, way: WayOfRunning) -> tuple[TrackedContainer, int]
 
 
 @pytest.mark.parametrize("way", WAYS_OF_RUNNING)
-def test_jupyterlab_in_a_browser(browser_tools: None, local_image: LocalImage, report_dir: Path, way: str,
+def test_jupyterlab_in_a_browser(browser_tools: None, newest_image: LocalImage, report_dir: Path, way: str,
                                  record_property: Callable[[str, object], None]) -> None:
-    container, port = _start(local_image, WAYS_OF_RUNNING[way])
+    container, port = _start(newest_image, WAYS_OF_RUNNING[way])
     with container:
         assert container.wait_for(HEALTH, "healthy", timeout=180) == "healthy", container.logs()[-3000:]
         logged = LOGGED_URL.search(container.logs())
@@ -82,7 +83,7 @@ def _notebook_runs_torch_and_draws_a_progress_bar(page: JupyterLabPage, url: str
     page.open(url)
     notebook = page.new_notebook()
     output = page.run_cell(notebook, 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)')
-    variant = profile_variant("local")
+    variant = profile_variant(newest_profile())
     printed = re.fullmatch(r"torch (\S+) cuda (\S+)", output.text.strip())
     assert printed, f"the torch cell showed {output.text!r}"
     assert printed.group(1).split("+")[0] == variant.torch and printed.group(2) == variant.cuda, printed.group(0)

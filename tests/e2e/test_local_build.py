@@ -1,16 +1,20 @@
 """Every stand-in build through the production Dockerfile, and the in-image suite run inside
-each: the 2024 line (`local`), today's (`local-current`), and today's on arm64 under binfmt
-emulation (`local-current@linux/arm64`), where its platform scope runs (the CPU tests marked
-`platform`: the whole CPU half takes 27 minutes emulated, and CI's native arm64 runner runs it)."""
+each, each in its own shard (shards.py): today's line (`local-current`), the 2024 line (`local`),
+and today's on arm64 under binfmt emulation (`local-current@linux/arm64`), where its platform
+scope runs (the CPU tests marked `platform`: the whole CPU half takes 27 minutes emulated, and
+CI's native arm64 runner runs it)."""
 
 from __future__ import annotations
 
 import json
 import random
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from xml.etree import ElementTree
 
+import kept_between_runs
 import pytest
 from container_logs import LogWatch
 from e2e_support import (
@@ -23,6 +27,7 @@ from e2e_support import (
     run_pudev,
     standin_builds,
 )
+from shards import LINE_2024, builds_of, by_shard, newest_profile
 
 from pudev.building.requirement_locks import rarely_changing_path
 from pudev.common.lock_file import PARTS, names_in, read_pins
@@ -42,7 +47,7 @@ PROOF_MUST_RUN = ("test_extension.test_cuda_extension_builds_and_its_host_entry_
                   "test_extension.test_nvcc_compiles_and_links_with_the_selected_host_compiler[1]")
 
 
-@pytest.mark.parametrize("profile", BUILDS)
+@pytest.mark.parametrize("profile", by_shard(BUILDS))
 def test_the_image_records_the_variant_it_was_built_as(profiles: Profiles, profile: str) -> None:
     variant = profile_variant(profile)
     # --platform: another platform's image runs (under emulation), and the engine says nothing about it.
@@ -81,7 +86,7 @@ def _outcomes(junit: Path) -> dict[str, str]:
     return outcomes
 
 
-@pytest.mark.parametrize("profile", NATIVE_BUILDS)
+@pytest.mark.parametrize("profile", by_shard(NATIVE_BUILDS))
 def test_image_suite_passes_and_only_gpu_checks_skip(profiles: Profiles, profile: str,
                                                      quiet_container_logs: LogWatch) -> None:
     suite = profiles.suite(profile)
@@ -98,7 +103,7 @@ def test_image_suite_passes_and_only_gpu_checks_skip(profiles: Profiles, profile
     assert all(outcome.startswith("skipped: ") and "no GPU visible" in outcome for outcome in gpu.values()), gpu
 
 
-@pytest.mark.parametrize("build", EMULATED_BUILDS)
+@pytest.mark.parametrize("build", by_shard(EMULATED_BUILDS))
 def test_the_platform_scope_passes_under_emulation(profiles: Profiles, build: str,
                                                    quiet_container_logs: LogWatch) -> None:
     suite = profiles.suite(build)
@@ -113,7 +118,7 @@ def test_the_platform_scope_passes_under_emulation(profiles: Profiles, build: st
 
 
 @pytest.mark.allow_log(r"ERROR at setup of test_cuda_is_available")  # the failure this test asks for
-@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("profile", by_shard(PROFILES))
 def test_require_gpu_turns_gpu_skips_into_failures(profiles: Profiles, profile: str) -> None:
     result = docker.run(["run", "--rm", "--env", "PUDEV_REQUIRE_GPU=1", profiles.image(profile).tag, "pudev",
                          "selftest", "--", "-k", "test_cuda_is_available", "-p", "no:randomly"], check=False,
@@ -123,12 +128,12 @@ def test_require_gpu_turns_gpu_skips_into_failures(profiles: Profiles, profile: 
 
 
 def _probe_build(root: Path) -> str:
-    """Build the profile `local` from a build-context copy under its own name; the log."""
+    """Build the newest profile from a build-context copy under its own name; the log."""
     try:
-        return run_pudev("build", "--profile", "local", "--set", f"image={CACHE_PROBE_IMAGE}",
+        return run_pudev("build", "--profile", newest_profile(), "--set", f"image={CACHE_PROBE_IMAGE}",
                          env={"PUDEV_ROOT": str(root)}, timeout=1800, check=True).stdout
     finally:
-        docker.run(["rmi", f"{CACHE_PROBE_IMAGE}:{profile_variant('local').name}"], check=False)
+        docker.run(["rmi", f"{CACHE_PROBE_IMAGE}:{profile_variant(newest_profile()).name}"], check=False)
 
 
 def _package_steps(log: str) -> dict[str, bool]:
@@ -138,25 +143,25 @@ def _package_steps(log: str) -> dict[str, bool]:
     return {part: f"#{step} CACHED" in log for step, part in steps}
 
 
-def test_another_lock_leaves_this_build_cached(local_image: LocalImage, tmp_path: Path) -> None:
+def test_another_lock_leaves_this_build_cached(newest_image: LocalImage, tmp_path: Path) -> None:
     # A build-context copy in which another lock is broken, built under its own name: this
     # profile's package steps must come from the cache (they would fail or rerun if they saw that lock).
     root = build_context_copy(tmp_path)
     _probe_build(root)  # the cache as this context leaves it, whatever the run dropped before (a prune, a restart)
-    own = lock_in(root, "local")
+    own = lock_in(root, newest_profile())
     other = next(path for path in sorted(own.parent.glob("*.txt")) if path not in (own, own.parent / "build-tools.txt"))
     other.write_text(re.sub(r"^tqdm==\S+", "tqdm==99.0.0", other.read_text(), flags=re.MULTILINE))
     log = _probe_build(root)
     assert _package_steps(log) == dict.fromkeys(PARTS, True), log[-3000:]
 
 
-def test_a_pin_of_the_rest_leaves_the_rarely_changing_step_cached(local_image: LocalImage, tmp_path: Path) -> None:
+def test_a_pin_of_the_rest_leaves_the_rarely_changing_step_cached(newest_image: LocalImage, tmp_path: Path) -> None:
     """The profile's own lock edited in a package of the rest (one package's hash lines shuffled: a real change
     of the lock's lines that needs no download): the rest's step runs again, the rarely changing one's comes
     from the cache, since each step mounts its own part of the lock alone."""
     root = build_context_copy(tmp_path)
     _probe_build(root)  # the cache as this context leaves it, whatever the run dropped before (a prune, a restart)
-    own = lock_in(root, "local")
+    own = lock_in(root, newest_profile())
     rarely = names_in(rarely_changing_path().read_text())
     # The rest's pin with the most hashes, in an order no earlier run built: a fixed edit (say, the
     # hashes reversed) is built by the first run and then comes from the cache a CI machine keeps.
@@ -175,15 +180,47 @@ def test_a_pin_of_the_rest_leaves_the_rarely_changing_step_cached(local_image: L
     assert _package_steps(log) == {"rarely-changing": True, "the-rest": False}, log[-3000:]
 
 
-def test_manifests_of_the_two_lines_differ_where_they_should(profiles: Profiles, tmp_path: Path) -> None:
-    """`pudev manifest --diff`: packages up- and downgraded, added, removed, and the base's digest."""
-    older, newer = PROFILES[0], PROFILES[-1]
+def _kept_manifest(profile: str) -> Path:
+    return kept_between_runs.cache_dir() / "manifests" / f"{profile}.json"
+
+
+def _kept_is_current(profile: str) -> bool:
+    """A kept manifest of the profile's variant as the files define it now (a release-day move makes it stale)."""
+    try:
+        manifest = json.loads(_kept_manifest(profile).read_text())
+    except (OSError, ValueError):
+        return False
+    variant = profile_variant(profile)
+    return (manifest.get("variant"), str(manifest.get("torch", "")).split("+")[0],
+            [toolkit.get("version") for toolkit in manifest.get("toolkits") or []]) == (
+        variant.name, variant.torch, list(variant.toolkit_versions))
+
+
+@pytest.mark.parametrize("profile", by_shard(NATIVE_BUILDS))
+def test_the_manifest_names_what_the_image_holds(profiles: Profiles, profile: str, tmp_path: Path) -> None:
+    """`pudev manifest` of the build: its variant, torch, toolkits and image id. It is kept between runs for the
+    diff below, so that another line's shard needs no second line's image (nor its room)."""
+    image, variant = profiles.image(profile), profile_variant(profile)
+    run_pudev("manifest", "--profile", profile, "--out", str(tmp_path), check=True)
+    written = tmp_path / f"{variant.name}.json"
+    manifest = json.loads(written.read_text())
+    assert (manifest["variant"], manifest["image_id"], manifest["cuda"]) == (variant.name, image.image_id, variant.cuda)
+    assert manifest["torch"].split("+")[0] == variant.torch
+    assert [toolkit["version"] for toolkit in manifest["toolkits"]] == list(variant.toolkit_versions)
+    kept = _kept_manifest(profile)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(written, kept)
+
+
+@pytest.mark.shard(LINE_2024)
+def test_manifests_of_the_two_lines_differ_where_they_should(profiles: Profiles) -> None:
+    """`pudev manifest --diff`: packages up- and downgraded, added, removed, and the base's digest. The newest
+    line's manifest is the one its shard kept (test above), or, where none ran here yet, made now."""
+    (older, *_), newer = builds_of(LINE_2024), newest_profile()
     for profile in (older, newer):
-        profiles.image(profile)
-        run_pudev("manifest", "--profile", profile, "--out", str(tmp_path / profile), check=True)
-    before = tmp_path / older / f"{profile_variant(older).name}.json"
-    after = tmp_path / newer / f"{profile_variant(newer).name}.json"
-    diff = run_pudev("manifest", "--diff", str(before), str(after), check=True).stdout
+        if profile == older or not _kept_is_current(profile):
+            test_the_manifest_names_what_the_image_holds(profiles, profile, Path(tempfile.mkdtemp()))
+    diff = run_pudev("manifest", "--diff", str(_kept_manifest(older)), str(_kept_manifest(newer)), check=True).stdout
     old, new = profile_variant(older), profile_variant(newer)
     assert f"~ torch {old.torch} -> {new.torch}" in diff, diff
     assert f"~ base {old.base_image}@" in diff and f"-> {new.base_image}@" in diff

@@ -73,10 +73,10 @@ def _training(nodes: tuple[Node, Node], timeout: float = 120) -> dict[int, tuple
     return ranks
 
 
-def test_two_nodes_of_two_ranks_pass(local_image: LocalImage) -> None:
+def test_two_nodes_of_two_ranks_pass(newest_image: LocalImage) -> None:
     line = example_line()
     start = time.monotonic()
-    with two_nodes(local_image, (line, line)) as (first, second):
+    with two_nodes(newest_image, (line, line)) as (first, second):
         codes = (first.wait(300), second.wait(300))
         took = time.monotonic() - start
         print(f"\ntwo-node pudev dist: {took:.1f} s from node 0's start to both nodes' exit\n{first.stdout}")
@@ -92,9 +92,9 @@ def test_two_nodes_of_two_ranks_pass(local_image: LocalImage) -> None:
     assert took < 240
 
 
-def test_killing_one_rank_midway_fails_every_rank_clearly(local_image: LocalImage) -> None:
+def test_killing_one_rank_midway_fails_every_rank_clearly(newest_image: LocalImage) -> None:
     line = example_line() + SLOW
-    with two_nodes(local_image, (line, line)) as (first, second):
+    with two_nodes(newest_image, (line, line)) as (first, second):
         node_of_rank_3, pid = _training((first, second))[3]
         time.sleep(5)  # some steps into training
         node_of_rank_3.kill_rank(pid)
@@ -111,11 +111,11 @@ def test_killing_one_rank_midway_fails_every_rank_clearly(local_image: LocalImag
 
 
 @pytest.mark.parametrize("late", [0, 1], ids=["node-0-dies", "node-1-dies"])
-def test_a_node_that_dies_before_joining_fails_the_other_clearly(local_image: LocalImage, late: int) -> None:
+def test_a_node_that_dies_before_joining_fails_the_other_clearly(newest_image: LocalImage, late: int) -> None:
     line = example_line()
     delayed = f"sleep 600; {line}"  # killed while it sleeps: it never joins
     lines = (delayed, line) if late == 0 else (line, delayed)
-    with two_nodes(local_image, lines, join_timeout=LONE_JOIN_TIMEOUT) as nodes:
+    with two_nodes(newest_image, lines, join_timeout=LONE_JOIN_TIMEOUT) as nodes:
         nodes[late].kill()
         other = nodes[1 - late]
         start = time.monotonic()
@@ -130,9 +130,9 @@ def test_a_node_that_dies_before_joining_fails_the_other_clearly(local_image: Lo
 
 
 @pytest.mark.parametrize("dies", [0, 1], ids=["node-0-dies", "node-1-dies"])
-def test_a_node_that_dies_after_joining_fails_the_other_clearly(local_image: LocalImage, dies: int) -> None:
+def test_a_node_that_dies_after_joining_fails_the_other_clearly(newest_image: LocalImage, dies: int) -> None:
     line = example_line() + SLOW
-    with two_nodes(local_image, (line, line)) as nodes:
+    with two_nodes(newest_image, (line, line)) as nodes:
         _training(nodes)
         time.sleep(5)  # some steps into training
         nodes[dies].kill()

@@ -24,6 +24,7 @@ from e2e_support import (
     standin_builds,
 )
 from realistic_registry import RealisticRegistry
+from shards import NEWEST, shard_of
 
 from pudev.common.halves import PLATFORM_SCOPE
 from pudev.common.platforms import native_platform
@@ -33,12 +34,13 @@ from pudev.registry.oci import OCI_INDEX
 from pudev.release.targets import parse_digest_ref
 from pudev.release.test import results
 
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
 MACHINE = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}  # what `uname -m` says on each platform
 BY_PROFILE: dict[str, list[str]] = {}
 for _build in standin_builds():
     BY_PROFILE.setdefault(split_build(_build)[0], []).append(_build)
 MULTI = [builds for builds in BY_PROFILE.values() if len(builds) > 1]
+# In the shard of its other platform's build: that shard builds it, and this host's build again from the cache.
+pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.shard(shard_of(MULTI[0][-1]) if MULTI else NEWEST)]
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,11 @@ The user, its subordinate ids and its storage (native overlay: vfs would copy ev
 full, about 106 GB per image) come from `scripts/host-setup.sh podman`. The image reaches that
 user's storage pulled by digest from the realistic registry (TLS, token auth, redirected blobs)
 whose storage is kept between runs, so after an edit only the changed layers are pushed. What
-podman pulls is the zstd copy `skopeo copy --dest-compress-format zstd` makes beside the candidate,
-with the tested config put back by `pudev keep-config`, as the release workflow does (every layer
-zstd, the same config and so the same image id): a zstd client proves it pulls exactly the image
-that passed, and the copy's size is measured from its manifest against the download budget
-(download-size.json). Podman's
+podman pulls is the zstd copy BuildKit exports beside the candidate (`FROM` it, with
+compression=zstd,force-compression=true,oci-mediatypes=true), as the release workflow does (every layer
+zstd, the same config and so the same image id, which the workflow checks and so does this test): a zstd
+client proves it pulls exactly the image that passed, and the copy's size is measured from its manifest
+against the download budget (download-size.json). Podman's
 copy (the image and its keep-id copy, 14.6 GB for cu121) is dropped when the module ends: this
 machine's disk cannot also hold it beside the engine's images, the kept registry and the arm64
 build, and the rest of the run (and the next run's builds) need that room. Each run pulls it
@@ -18,7 +18,6 @@ again, about 80 s plus a 20 s keep-id copy.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -31,18 +30,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import LocalImage, profile_variant, push_candidate, registry_client, run_pudev, skip_or_fail
+from e2e_support import LocalImage, profile_variant, push_candidate, registry_client, skip_or_fail
 from podman_engine import PODMAN_USER, RUN_OPTIONS, RootlessPodman
 from realistic_registry import RealisticRegistry
+from shards import PODMAN, newest_profile
 
 from pudev.devtools.standins import load_standins
-from pudev.engine import layers
+from pudev.engine import docker, layers
 from pudev.paths import REPO_ROOT
 from pudev.registry.client import RegistryClient
 from pudev.registry.oci import OCI_CONFIG, OCI_ZSTD_LAYER
 from pudev.testing.suite_run import REPORT_MOUNT, SuiteOutcome, container_options, tally
 
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
+pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.shard(PODMAN)]
 # The download goal: the project's own layers (above the base), compressed, per variant (issue 26).
 OWN_LAYERS_BUDGET = 500_000_000
 
@@ -80,14 +80,14 @@ def podman(docker_engine: str) -> RootlessPodman:
 
 
 @pytest.fixture(scope="module")
-def zstd_copy(local_image: LocalImage, kept_registry: RealisticRegistry, report_dir: Path) -> ZstdCopy:
+def zstd_copy(newest_image: LocalImage, kept_registry: RealisticRegistry, report_dir: Path) -> ZstdCopy:
     """The local build pushed as a candidate and its zstd copy made as the release workflow makes it after
-    promote: `skopeo copy --dest-compress-format zstd`, through a local OCI layout, and `pudev keep-config`."""
+    promote: BuildKit's export of `FROM candidate` with zstd layers under OCI media types."""
     with registry_client(kept_registry):
         gzip_ref, candidate_tag = push_candidate(kept_registry)
         repository = gzip_ref.split("@", 1)[0]
         started = time.monotonic()
-        zstd_digest = _skopeo_zstd(kept_registry, gzip_ref, f"{repository}:{candidate_tag}-zstd")
+        zstd_digest = _buildkit_zstd(kept_registry, gzip_ref, f"{repository}:{candidate_tag}-zstd")
         seconds = time.monotonic() - started
         client = RegistryClient(kept_registry.address)
         path = repository.split("/", 1)[1]
@@ -100,28 +100,23 @@ def zstd_copy(local_image: LocalImage, kept_registry: RealisticRegistry, report_
     return copy
 
 
-def _skopeo_zstd(registry: RealisticRegistry, source: str, target: str) -> str:
-    """The two `skopeo copy` calls the workflow runs, with `pudev keep-config` between them, against the
-    registry as a user's machine sees it (its CA as the system's roots, so the redirected blobs' storage
-    host is verified too); the copy's digest.
-    Through a local OCI layout: copied straight into the repository that holds the gzip layers, a skopeo
-    without --force-compress-format (2025) reuses them instead of compressing (a gzip "zstd" tag)."""
+def _buildkit_zstd(registry: RealisticRegistry, source: str, target: str) -> str:
+    """The twin as the workflow makes it: BuildKit exports `FROM source` unchanged, every layer recompressed
+    (force-compression: else it reuses the gzip blobs) under OCI media types, without attestation manifests,
+    pushed to `target`; the twin's digest. Here the engine's own BuildKit does it (the docker driver, which on
+    the containerd image store takes these exporter options), trusting the registry through the daemon's
+    certs.d; the workflow's runner, whose engine keeps the graph driver store, uses a docker-container builder
+    of the same BuildKit (kinder here: no builder image to pull, and the engine's own Dockerfile frontend)."""
     with tempfile.TemporaryDirectory(prefix="pudev-zstd-") as folder:
-        digest_file, authfile, layout = Path(folder) / "digest", Path(folder) / "auth.json", Path(folder) / "oci"
-        # The login from a file, as docker/login-action leaves it for the workflow's skopeo; never in argv.
-        encoded = base64.b64encode(f"pusher:{registry.password('pusher')}".encode()).decode()
-        authfile.write_text(json.dumps({"auths": {registry.address: {"auth": encoded}}}))
-        authfile.chmod(0o600)
-        def skopeo(*hop: str) -> None:
-            result = subprocess.run(["skopeo", "copy", "--all", "--authfile", str(authfile), *hop],
-                                    env={**os.environ, **registry.env()}, capture_output=True, text=True,
-                                    timeout=3600, check=False)
-            assert result.returncode == 0, result.stderr[-3000:]
-
-        skopeo("--dest-compress-format", "zstd", f"docker://{source}", f"oci:{layout}:zstd")
-        assert "1 image(s)" in run_pudev("keep-config", source, str(layout), check=True).stdout
-        skopeo("--digestfile", str(digest_file), f"oci:{layout}:zstd", f"docker://{target}")
-        return digest_file.read_text().strip()
+        metadata = Path(folder) / "metadata.json"
+        result = subprocess.run([docker.docker_cli(), "buildx", "build", "--builder", "default", "--provenance=false",
+                                 "--sbom=false", "--metadata-file", str(metadata), "--output",
+                                 f"type=registry,name={target},compression=zstd,force-compression=true,"
+                                 "oci-mediatypes=true", "-"], input=f"FROM {source}\n",
+                                env={**os.environ, **registry.env()}, capture_output=True, text=True, timeout=3600,
+                                check=False)
+        assert result.returncode == 0, result.stderr[-3000:]
+        return str(json.loads(metadata.read_text())["containerimage.digest"])
 
 
 def _command(created_by: str) -> str:
@@ -137,8 +132,8 @@ def _download_report(copy: ZstdCopy, seconds: float) -> dict[str, Any]:
     sizes = {kind: [int(layer["size"]) for layer in manifest["layers"]] for kind, manifest in copy.manifests.items()}
     own = [{"step": _command(step)[:120], "gzip": gzip, "zstd": zstd}
            for step, gzip, zstd in zip(steps[base:], sizes["gzip"][base:], sizes["zstd"][base:], strict=True)]
-    return {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "variant": profile_variant("local").name,
-            "zstd": "skopeo copy --dest-compress-format zstd (zstd's default level)",
+    return {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "variant": profile_variant(newest_profile()).name,
+            "zstd": "BuildKit compression=zstd,force-compression=true (zstd's default level)",
             "budget_bytes": OWN_LAYERS_BUDGET, "base_layers": base, "own_layers": own,
             "own_bytes": {kind: sum(item[kind] for item in own) for kind in ("gzip", "zstd")},
             "base_bytes": {kind: sum(values[:base]) for kind, values in sizes.items()},
@@ -156,16 +151,16 @@ def base_layer_count(config: dict[str, Any]) -> int:
 
 
 def test_the_zstd_copy_is_the_image_that_passed_and_fits_the_download_budget(
-        zstd_copy: ZstdCopy, local_image: LocalImage, report_dir: Path) -> None:
+        zstd_copy: ZstdCopy, newest_image: LocalImage, report_dir: Path) -> None:
     """The copy is the tested image, all zstd: the same config (HEALTHCHECK included), so the same image id,
     whose diff_ids a client checks each unpacked layer against (podman's pull below)."""
     gzip, zstd = zstd_copy.manifests["gzip"], zstd_copy.manifests["zstd"]
-    assert gzip["config"]["digest"] == local_image.image_id  # the candidate is the image that passed
-    assert zstd["config"] == {"mediaType": OCI_CONFIG, "digest": local_image.image_id,
+    assert gzip["config"]["digest"] == newest_image.image_id  # the candidate is the image that passed
+    assert zstd["config"] == {"mediaType": OCI_CONFIG, "digest": newest_image.image_id,
                               "size": gzip["config"]["size"]}, "the zstd twin must keep the tested image id"
     assert {layer["mediaType"] for layer in zstd["layers"]} == {OCI_ZSTD_LAYER}  # enroot reads the first only
     assert len(zstd["layers"]) == len(gzip["layers"])
-    assert "Healthcheck" in zstd_copy.configs["zstd"]["config"]  # what skopeo's own OCI form of it drops
+    assert "Healthcheck" in zstd_copy.configs["zstd"]["config"]  # what an OCI conversion of the config may drop
     report = json.loads((report_dir / "download-size.json").read_text())
     own = report["own_bytes"]
     assert own["zstd"] < own["gzip"], report
@@ -175,14 +170,14 @@ def test_the_zstd_copy_is_the_image_that_passed_and_fits_the_download_budget(
 
 
 @pytest.fixture(scope="module")
-def podman_image(podman: RootlessPodman, local_image: LocalImage, request: pytest.FixtureRequest,
+def podman_image(podman: RootlessPodman, newest_image: LocalImage, request: pytest.FixtureRequest,
                  report_dir: Path) -> Iterator[str]:
     """The local build's zstd copy in podman's storage under its image id (its config's digest), pulled when
     podman lacks it; dropped with its keep-id copy afterwards."""
     copy: ZstdCopy = request.getfixturevalue("zstd_copy")
     if not podman.has_image(copy.zstd_image_id):
         started = time.monotonic()
-        podman.pull(copy.zstd_ref, copy.zstd_image_id, tag=local_image.tag, ca_file=copy.registry.ca_file,
+        podman.pull(copy.zstd_ref, copy.zstd_image_id, tag=newest_image.tag, ca_file=copy.registry.ca_file,
                     login=("pusher", copy.registry.password("pusher")))
         report = report_dir / "download-size.json"
         data = json.loads(report.read_text())

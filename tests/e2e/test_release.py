@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
-from e2e_support import LocalImage, SuiteRun, profile_variant, push_candidate, registry_client, run_pudev
+from e2e_support import LocalImage, Profiles, SuiteRun, profile_variant, push_candidate, registry_client, run_pudev
 from realistic_registry import RealisticRegistry
+from shards import LINE_2024, builds_of
 
 from pudev.engine import docker
 from pudev.registry.client import RegistryClient
@@ -31,7 +32,11 @@ from pudev.release.targets import parse_digest_ref
 from pudev.release.test import results
 from pudev.reports.sbom import component_versions
 
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
+# On a line built for one platform: the newest line's variant is built for two, so its promote needs both
+# platforms' candidates, which the arm64 shard makes (test_one_tag_every_platform.py promotes them together).
+# Here, every refusal, fault and pull back is proven on the 2024 line's single-platform build, in its shard.
+(RELEASE_PROFILE, *_) = builds_of(LINE_2024)
+pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.shard(LINE_2024)]
 FAST_FAILURE = {"PUDEV_PUBLISH_ATTEMPTS": "2", "PUDEV_REGISTRY_RETRIES": "1"}
 BROKEN_IMAGE = "pudev-broken/pytorch-universal-dev"
 
@@ -44,22 +49,32 @@ def _timed(step: str, started: float) -> None:
 
 
 @pytest.fixture(scope="module")
+def release_image(profiles: Profiles) -> LocalImage:
+    return profiles.image(RELEASE_PROFILE)
+
+
+@pytest.fixture(scope="module")
+def release_suite(profiles: Profiles) -> SuiteRun:
+    return profiles.suite(RELEASE_PROFILE)
+
+
+@pytest.fixture(scope="module")
 def registry(kept_registry: RealisticRegistry, docker_engine: str,
              report_dir: Path) -> Iterator[RealisticRegistry]:
     with registry_client(kept_registry):
         yield kept_registry
-    docker.run(["rmi", f"{BROKEN_IMAGE}:{profile_variant('local').name}"], check=False)
+    docker.run(["rmi", f"{BROKEN_IMAGE}:{profile_variant(RELEASE_PROFILE).name}"], check=False)
     (report_dir / "publish-timings.json").write_text(json.dumps(TIMINGS, indent=2) + "\n")
     print(f"publish timings (s): {TIMINGS}")
 
 
 @pytest.fixture(scope="module")
-def pushed(local_image: LocalImage, image_suite: SuiteRun, registry: RealisticRegistry) -> tuple[str, str]:
+def pushed(release_image: LocalImage, release_suite: SuiteRun, registry: RealisticRegistry) -> tuple[str, str]:
     """The local build pushed as a candidate: its reference by digest, and its candidate tag."""
-    assert image_suite.returncode == 0, "release tests need the image suite to have passed"
+    assert release_suite.returncode == 0, "release tests need the image suite to have passed"
     started = time.monotonic()
     try:
-        return push_candidate(registry)
+        return push_candidate(registry, profile=RELEASE_PROFILE)
     finally:
         _timed("push (7 GB candidate, daemon; unchanged layers kept from earlier runs)", started)
 
@@ -71,7 +86,7 @@ def candidate(pushed: tuple[str, str]) -> str:
 
 def _test_by_digest(candidate: str) -> subprocess.CompletedProcess[str]:
     """`pudev test CANDIDATE --cpu-only --reuse-local-pass`: the candidate is the local build pushed, so its
-    image id already passed the CPU half in this run (`image_suite`, which `pushed` needs), and that pass is
+    image id already passed the CPU half in this run (`release_suite`, which `pushed` needs), and that pass is
     recorded against the digest instead of a second 200 s run of the same image. The suite's content is proven
     by test_local_build.py::test_image_suite_passes_and_only_gpu_checks_skip; a real run by digest, its
     outcome recorded, by test_a_failed_candidate_is_refused."""
@@ -94,7 +109,7 @@ def promoted(tested: str, registry: RealisticRegistry) -> str:
     """The released reference by digest: the promotion test's, or promoted here when run alone."""
     digest = tested.split("@")[1]
     client = RegistryClient(registry.address)
-    if client.digest(_release(registry), profile_variant("local").name) != digest:
+    if client.digest(_release(registry), profile_variant(RELEASE_PROFILE).name) != digest:
         code, output = _promote(tested)
         assert code == 0, output
     return tested.replace("-candidates@", "@")
@@ -106,12 +121,12 @@ def _promote(ref: str, *extra: str, env: dict[str, str] | None = None) -> tuple[
 
 
 def _release(registry: RealisticRegistry) -> str:
-    return profile_variant("local").image.rsplit("/", 1)[-1]
+    return profile_variant(RELEASE_PROFILE).image.rsplit("/", 1)[-1]
 
 
 def test_push_sends_a_build_once(candidate: str, registry: RealisticRegistry, tmp_path: Path) -> None:
     blobs = registry.blob_count()
-    again, _ = push_candidate(registry, "--ref-file", str(tmp_path / "ref"))
+    again, _ = push_candidate(registry, "--ref-file", str(tmp_path / "ref"), profile=RELEASE_PROFILE)
     assert again == candidate and (tmp_path / "ref").read_text().strip() == candidate
     assert registry.blob_count() == blobs
     assert candidate.startswith(f"{registry.address}/{_release(registry)}-candidates@sha256:")
@@ -122,9 +137,9 @@ def test_bad_input(candidate: str) -> None:
     assert code != 0 and "not a reference by digest" in output and "Traceback" not in output
     result = run_pudev("test", "127.0.0.1:9/x-candidates@sha256:" + "0" * 64, env=FAST_FAILURE)
     assert result.returncode != 0 and "does not answer" in result.stderr and "Traceback" not in result.stderr
-    result = run_pudev("push", "--profile", "local", "--registry", "Bad Host//x")
+    result = run_pudev("push", "--profile", RELEASE_PROFILE, "--registry", "Bad Host//x")
     assert result.returncode != 0 and "--registry Bad Host//x: not a registry" in result.stderr
-    result = run_pudev("push", "--profile", "local", "--set", "image=pudev-never-built/x", "--registry",
+    result = run_pudev("push", "--profile", RELEASE_PROFILE, "--set", "image=pudev-never-built/x", "--registry",
                        "127.0.0.1:5000")
     assert result.returncode != 0 and "build it first" in result.stderr
 
@@ -133,18 +148,18 @@ def test_an_untested_candidate_is_refused(candidate: str, registry: RealisticReg
     # The candidate's own label names the halves it must pass: the stand-in build's requires the CPU half.
     code, output = _promote(candidate)
     assert code != 0 and "has no cpu test result, so it was never tested that way" in output
-    assert RegistryClient(registry.address).digest(_release(registry), profile_variant("local").name) is None
+    assert RegistryClient(registry.address).digest(_release(registry), profile_variant(RELEASE_PROFILE).name) is None
 
 
-def test_a_failed_candidate_is_refused(local_image: LocalImage, registry: RealisticRegistry) -> None:
+def test_a_failed_candidate_is_refused(release_image: LocalImage, registry: RealisticRegistry) -> None:
     """A real failing run (the suite of a deliberately broken image), recorded against its digest."""
-    broken = f"{BROKEN_IMAGE}:{profile_variant('local').name}"
-    dockerfile = (f"FROM {local_image.tag}\nUSER 0\n"
+    broken = f"{BROKEN_IMAGE}:{profile_variant(RELEASE_PROFILE).name}"
+    dockerfile = (f"FROM {release_image.tag}\nUSER 0\n"
                   "RUN printf 'raise RuntimeError(\"broken on purpose\")\\n' >> /opt/pudev/tests/conftest.py\n"
                   "USER 1000\n")
     subprocess.run([docker.docker_cli(), "build", "--quiet", "-t", broken, "-"], input=dockerfile, text=True,
                    capture_output=True, check=True, env=docker.docker_env())
-    ref, _ = push_candidate(registry, "--set", f"image={BROKEN_IMAGE}")
+    ref, _ = push_candidate(registry, "--set", f"image={BROKEN_IMAGE}", profile=RELEASE_PROFILE)
     # --reuse-local-pass as the other release tests pass it: another image id, so the suite really runs here.
     tested = run_pudev("test", ref, "--cpu-only", "--reuse-local-pass", timeout=1800)
     assert tested.returncode != 0 and "already passed here" not in tested.stdout
@@ -182,7 +197,7 @@ def test_the_tested_candidate_is_promoted_without_sending_a_layer(candidate: str
     assert len(throttle.answered) == 3
     assert not registry.proxy.uploads(), registry.proxy.uploads()  # mounts only
     assert registry.blob_count() == blobs
-    tags = run_pudev("tags", "--profile", "local", check=True).stdout.split()
+    tags = run_pudev("tags", "--profile", RELEASE_PROFILE, check=True).stdout.split()
     digest = candidate.split("@")[1]
     client = RegistryClient(registry.address)
     assert all(client.digest(_release(registry), tag) == digest for tag in tags), tags
@@ -207,7 +222,7 @@ def test_sbom_pushed_and_fetched_back_by_digest(promoted: str, registry: Realist
     text = fetched.read_text()
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
     data = json.loads(text)
-    variant = profile_variant("local")
+    variant = profile_variant(RELEASE_PROFILE)
     assert data["bomFormat"] == "CycloneDX" and data["metadata"]["component"]["version"] == release.split("@")[1]
     versions = component_versions(text)
     torch = next(c for c in data["components"] if c["name"] == "torch")
@@ -242,7 +257,7 @@ def test_registry_stopped_mid_promote_then_completed(tested: str, registry: Real
     release, digest = _release(registry), candidate.split("@")[1]
     deleted = client.request("DELETE", f"/v2/{release}/manifests/{digest}", scope=f"repository:{release}:delete")
     assert deleted.status_code == 202  # start from no tag
-    tags = run_pudev("tags", "--profile", "local", check=True).stdout.split()
+    tags = run_pudev("tags", "--profile", RELEASE_PROFILE, check=True).stdout.split()
     proxy, through = registry.proxy, candidate.replace(registry.address, registry.proxy_address)
 
     def stop_after_two_tags(method: str, path: str, status: int) -> None:
@@ -269,13 +284,13 @@ def test_registry_stopped_mid_promote_then_completed(tested: str, registry: Real
     assert all(client.digest(release, tag) == digest for tag in tags)
 
 
-def test_pull_back_by_tag_and_digest_and_smoke_test(local_image: LocalImage, promoted: str,
+def test_pull_back_by_tag_and_digest_and_smoke_test(release_image: LocalImage, promoted: str,
                                                     registry: RealisticRegistry) -> None:
     release = promoted
     repository = release.split("@")[0]
-    tag = profile_variant("local").name
-    docker.run(["rmi", "--force", local_image.image_id], check=False)  # every name and digest reference
-    assert docker.inspect_image(local_image.image_id) is None
+    tag = profile_variant(RELEASE_PROFILE).name
+    docker.run(["rmi", "--force", release_image.image_id], check=False)  # every name and digest reference
+    assert docker.inspect_image(release_image.image_id) is None
     seen = len(registry.storage_host.requests)
     try:
         started = time.monotonic()
@@ -286,13 +301,13 @@ def test_pull_back_by_tag_and_digest_and_smoke_test(local_image: LocalImage, pro
         # storage host, and never with the registry's token.
         assert any(r.method == "GET" for r in registry.storage_host.requests[seen:])
         assert not registry.storage_host.with_authorization()
-        assert docker.image_id(release) == local_image.image_id  # the same image, byte for byte
+        assert docker.image_id(release) == release_image.image_id  # the same image, byte for byte
         smoke = docker.run(["run", "--rm", release, "pudev", "selftest", "--", "-q", "-m", "smoke"], check=False,
                            timeout=1800)
         assert smoke.returncode == 0, smoke.stdout[-4000:]
         assert " passed" in smoke.stdout
     finally:
-        docker.run(["tag", release, local_image.tag], check=False)  # later tests and runs use the local name
+        docker.run(["tag", release, release_image.tag], check=False)  # later tests and runs use the local name
 
 
 def test_pin_resolves_digests_through_the_registry_api(registry: RealisticRegistry, tmp_path: Path) -> None:

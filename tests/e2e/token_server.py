@@ -59,7 +59,7 @@ def grant(user: User | None, scopes: list[str]) -> list[dict[str, Any]]:
 
 
 class TokenServer:
-    def __init__(self, signer: TokenSigner, users: Mapping[str, User], context: ssl.SSLContext,
+    def __init__(self, signer: TokenSigner, users: Mapping[str, User], context: ssl.SSLContext | None,
                  log: Path | None = None) -> None:
         self.signer, self.users = signer, dict(users)
         self.grants: list[Grant] = []
@@ -119,7 +119,7 @@ class TokenServer:
 
     @property
     def realm(self) -> str:
-        return f"https://{self.service.address}/token"
+        return f"{'https' if self.service.context is not None else 'http'}://{self.service.address}/token"
 
     def start(self) -> None:
         self.service.start()

@@ -136,11 +136,16 @@ def _subcommands(*command: str) -> set[str]:
     return set(re.findall(r"^ {4}([a-z][\w-]*)(?:\s|$)", result.stdout, re.MULTILINE))
 
 
+# History, never regenerated: it names commands as they were when measured, retired ones too.
+HISTORY = DOCS / "maintaining/benchmarks-log.md"
+
+
 def test_every_pudev_command_the_docs_show_exists() -> None:
     """On the host (`pudev.cli`) or inside the image (`pudev.image.cli`): a renamed command fails here."""
     known = _subcommands("-m", "pudev.cli") | _subcommands("-c", "from pudev.image.cli import main; main()")
     assert {"build", "test", "verify", "selftest"} <= known
-    shown = {name for document in _documents()
+    assert HISTORY in _documents()
+    shown = {name for document in _documents() if document != HISTORY
              for name in re.findall(r"(?<![\w./-])(?:\.venv/bin/)?pudev ([a-z][\w-]*)", _code(document.read_text()))}
     assert shown, "the docs show no pudev command"
     missing = sorted(shown - known)
@@ -170,3 +175,46 @@ def test_the_site_folds_a_chinese_headings_anchor_into_the_heading() -> None:
             '```html\n<a id="code"></a>\n# 代码\n```\n')
     assert fold_anchors(page) == ('## 版本线 {#the-lines}\n\n<a id="loose"></a>\n\n## 别的\n'
                                   '```html\n<a id="code"></a>\n# 代码\n```\n')
+
+
+# Where the test harness and the host's setup read their switches (tests/image runs inside the image: the
+# image's own variables are the user's docs').
+SWITCH_READERS = ("tests/conftest.py", "tests/e2e", "tools", "scripts/host-setup.sh", ".ci/run", "Makefile")
+SWITCH = re.compile(r"\bPUDEV_[A-Z][A-Z_]*[A-Z]\b")
+
+
+def _switch_table() -> set[str]:
+    text = (DOCS / "maintaining/tests.md").read_text()
+    section = text.split("## Switches", 1)[1].split("\n## ", 1)[0]
+    return {name for row in section.splitlines() if row.startswith("| `") for name in
+            SWITCH.findall(row.split("|")[1])}
+
+
+def _switches_read(roots: tuple[str, ...]) -> set[str]:
+    found: set[str] = set()
+    for root in roots:
+        path = REPO_ROOT / root
+        for file in [path] if path.is_file() else sorted(path.rglob("*.py")):
+            found |= set(SWITCH.findall(file.read_text()))
+    return found
+
+
+def test_the_tests_page_lists_every_switch_the_harness_reads() -> None:
+    from pudev.common.environment import SETTINGS
+
+    # The suites' own runtime settings that pudev reads are the CLI's (docs/maintaining/cli.md), not the harness's,
+    # and the image's are the image's; the rest must be in the table.
+    image_side = set(SETTINGS) - {"PUDEV_REQUIRE_GPU", "PUDEV_STRICT"}
+    image_side |= {"PUDEV_UID", "PUDEV_GID", "PUDEV_USER", "PUDEV_ROOT", "PUDEV_SUITE_CCACHE_DIR",
+                   "PUDEV_JUPYTER_NO_AUTH", "PUDEV_START_HOOKS_DIR", "PUDEV_SKIP_START_HOOKS", "PUDEV_CGROUP_ROOT",
+                   "PUDEV_COMPILE_LOG", "PUDEV_NO_DERIVED_JOBS", "PUDEV_DERIVED_MAX_JOBS", "PUDEV_RECORD",
+                   "PUDEV_IMAGE", "PUDEV_REGISTRY_HOST", "PUDEV_REGISTRY_USERNAME", "PUDEV_REGISTRY_PASSWORD",
+                   "PUDEV_WHEELHOUSE", "PUDEV_TESTS_DIR", "PUDEV_SOURCE_URL"}
+    missing = _switches_read(SWITCH_READERS) - image_side - _switch_table()
+    assert not missing, f"docs/maintaining/tests.md's switch table lacks {sorted(missing)}: add a row for each"
+
+
+def test_the_switch_check_fails_for_a_switch_left_out() -> None:
+    listed = _switch_table()
+    assert {"PUDEV_REQUIRE_ENGINE", "PUDEV_REPLACE_ENGINE", "PUDEV_DISK_GB"} <= listed
+    assert "PUDEV_NOT_A_SWITCH" not in listed and "PUDEV_NOT_A_SWITCH" in SWITCH.findall("x PUDEV_NOT_A_SWITCH y")

@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
+from shards import ARM64, NEWEST, PODMAN, SHARDS
 
 from pudev.building.matrix import RUNNERS, matrix_json, publish_json
 from pudev.config.loader import load_matrix
 from pudev.config.profiles import profile_names
 from pudev.paths import REPO_ROOT, VARIANTS_FILE
+from pudev.registry.oci import OCI_ZSTD_LAYER
 
 WORKFLOWS = sorted((REPO_ROOT / ".github/workflows").glob("*.yml"))
 BIN = Path(sys.executable).parent
@@ -304,12 +306,14 @@ def test_every_job_has_a_timeout_sized_to_its_work() -> None:
     # A GPU job that hangs gives the concurrency slot back within two hours.
     assert jobs["gpu-test"]["timeout-minutes"] <= 120
     assert 60 <= jobs["publish"]["timeout-minutes"] <= 180
+    # One shard: its stand-ins and stand-in build from a cold cache, then its e2e tests (reports/test-times-SHARD.json).
+    assert 60 <= jobs["proof"]["timeout-minutes"] <= 120
 
 
 def test_every_artifact_upload_may_be_rerun() -> None:
     uploads = [step for job in _jobs().values() for step in job.get("steps", [])
                if str(step.get("uses", "")).startswith("actions/upload-artifact@")]
-    assert len(uploads) == 4
+    assert len(uploads) == 5
     for step in uploads:  # a re-run of a failed leg uploads under the same name: 409 without overwrite
         assert step["with"]["overwrite"] is True, step["with"]["name"]
 
@@ -692,6 +696,183 @@ def test_a_private_forks_first_run_is_amd64_only_too(tmp_path: Path) -> None:
     assert entry["image"].endswith("pytorch-universal-dev-first-run")
 
 
+# --- The proof in shards: one CI leg per shard of tests/e2e/shards.py, each running the make target a developer
+# runs for that shard, so a local shard and its CI job run the same target; `make test-all` (.ci/run) runs them all.
+
+MAKEFILE = REPO_ROOT / "Makefile"
+CI_RUN = REPO_ROOT / ".ci/run"
+# The forms of expression the proof job writes: a plain `${{ NAME }}` in text, or a whole value
+# `LEFT ==|!= 'VALUE' && 'THEN' || ELSE`, ELSE a 'literal' or a format('...{0}...', NAME). What GitHub does with
+# anything else, this test does not guess.
+CHOICE = re.compile(r"\$\{\{ (?P<left>[\w.-]+) (?P<op>==|!=) '(?P<right>[^']*)' && '(?P<then>[^']+)' \|\| "
+                    r"(?P<otherwise>.+) \}\}")
+
+
+def _make_target(shard: str) -> str:
+    """The Makefile target of a shard: `test` is the newest line's, every other one is test-SHARD."""
+    return "test" if shard == NEWEST else f"test-{shard}"
+
+
+def _recipe(makefile: str, target: str) -> list[str] | None:
+    """The recipe of the explicit rule `TARGET:` (its tab-indented lines), or None where there is no such rule."""
+    match = re.search(rf"^{re.escape(target)}:[^\n]*\n((?:\t[^\n]*(?:\n|$))*)", makefile, flags=re.MULTILINE)
+    return [line.strip() for line in match.group(1).splitlines()] if match else None
+
+
+def _choose(expression: str, context: dict[str, str]) -> str:
+    """A `${{ }}` expression of the proof job, evaluated as GitHub does, with `context` for its names."""
+    match = CHOICE.fullmatch(expression)
+    if not match:  # text with plain names in it: `test-times-${{ matrix.shard }}`
+        text = re.sub(r"\$\{\{ ([\w.-]+) \}\}", lambda name: context[name.group(1)], expression)
+        assert "${{" not in text, f"not a form this test reads: {expression}"
+        return text
+    holds = (context[match["left"]] == match["right"]) == (match["op"] == "==")
+    if holds:
+        return match["then"]
+    literal = re.fullmatch(r"'([^']*)'", match["otherwise"])
+    if literal:
+        return literal.group(1)
+    formatted = re.fullmatch(r"format\('([^']*)', ([\w.-]+)\)", match["otherwise"])
+    assert formatted, f"not a form this test reads: {expression}"
+    return formatted.group(1).replace("{0}", context[formatted.group(2)])
+
+
+def _proof_legs(job: dict[str, Any], platform_args: str) -> list[dict[str, Any]]:
+    """The proof job's legs as GitHub expands them for the matrix job's `platform-args`: each leg's shard, its
+    runner, the commands of its run steps (with the step's env substituted) and its artifact's name and path."""
+    matrix = job["strategy"]["matrix"]
+    legs = []
+    for shard in matrix["shard"]:
+        context = {"matrix.shard": shard, "needs.matrix.outputs.platform-args": platform_args}
+        if any(all(_choose(value, context) == {"shard": shard}.get(key) for key, value in entry.items())
+               for entry in matrix.get("exclude", [])):
+            continue
+        commands = []
+        for step in job["steps"]:
+            run = str(step.get("run", ""))
+            for name, value in (step.get("env") or {}).items():
+                run = run.replace(f'"${name}"', _choose(value, context)).replace(f"${name}", _choose(value, context))
+            commands += [shlex.split(line) for line in run.splitlines() if line.strip()]
+        uploads = [{key: _choose(str(value), context) for key, value in step["with"].items()}
+                   for step in job["steps"] if str(step.get("uses", "")).startswith("actions/upload-artifact@")]
+        legs.append({"shard": shard, "runner": _choose(job["runs-on"], context), "commands": commands,
+                     "uploads": uploads})
+    return legs
+
+
+def _proof_problems(job: dict[str, Any], makefile: str, shards: tuple[str, ...] = SHARDS) -> list[str]:
+    """What keeps the proof job from being the shards: each shard one leg, on its platform's runner, running
+    `make` with the shard's target alone, that target running that shard and uploading the times it writes."""
+    problems = []
+    if [str(shard) for shard in job["strategy"]["matrix"]["shard"]] != list(shards):
+        problems.append(f"the proof matrix lists {job['strategy']['matrix']['shard']}, not SHARDS {list(shards)}")
+    legs = _proof_legs(job, platform_args="")  # a public repository: every shard has its leg
+    for shard in shards:
+        mine = [leg for leg in legs if leg["shard"] == shard]
+        if len(mine) != 1:
+            problems.append(f"{shard} has {len(mine)} proof legs")
+            continue
+        (leg,) = mine
+        target = _make_target(shard)
+        # `make TARGET`, as root through sudo where the step runs it so (`sudo -E env PATH=... make TARGET`).
+        makes = [command[command.index("make"):] for command in leg["commands"] if "make" in command]
+        if makes != [["make", target]]:
+            problems.append(f"{shard}'s leg runs {makes}, not make {target}")
+        runner = RUNNERS["linux/arm64" if shard == ARM64 else "linux/amd64"]
+        if leg["runner"] != runner:
+            problems.append(f"{shard}'s leg runs on {leg['runner']}, not {runner}")
+        recipe = _recipe(makefile, target)
+        if recipe is None:
+            problems.append(f"the Makefile has no target {target}")
+            continue
+        report = f"reports/test-times-{shard}.json"
+        if not any(f"--shard={shard} " in f"{line} " and f"--times-report={report}" in line for line in recipe):
+            problems.append(f"make {target} does not run --shard={shard} writing {report}: {recipe}")
+        if [(upload["name"], upload["path"]) for upload in leg["uploads"]] != [(f"test-times-{shard}", report)]:
+            problems.append(f"{shard}'s leg uploads {leg['uploads']}, not {report} as test-times-{shard}")
+    return problems
+
+
+def _test_all_problems(makefile: str, ci_run: str, shards: tuple[str, ...] = SHARDS) -> list[str]:
+    """`make test-all` runs every shard's target, in SHARDS' order, and .ci/run ends by running it."""
+    problems = []
+    runs = _recipe(makefile, "test-all")
+    if runs != [f"$(MAKE) {_make_target(shard)}" for shard in shards]:
+        problems.append(f"make test-all runs {runs}")
+    last = [line.strip() for line in ci_run.splitlines() if line.strip()][-1]
+    if not re.fullmatch(r"(exec )?make test-all", last):
+        problems.append(f".ci/run ends with {last!r}, not make test-all")
+    return problems
+
+
+def test_every_shard_is_one_proof_leg_running_its_make_target() -> None:
+    assert SHARDS and _proof_problems(_jobs()["proof"], MAKEFILE.read_text()) == []
+
+
+def test_make_test_all_runs_every_shard_and_ci_runs_it() -> None:
+    assert _test_all_problems(MAKEFILE.read_text(), CI_RUN.read_text()) == []
+
+
+def test_the_shard_checks_fail_for_a_shard_without_its_leg_or_target() -> None:
+    """The same checks on altered copies: a shard the workflow leaves out, a leg that runs another target or on
+    another runner, a target that runs another shard, a test-all or a .ci/run that skips one."""
+    makefile, ci_run = MAKEFILE.read_text(), CI_RUN.read_text()
+    job = _jobs()["proof"]
+    job["strategy"]["matrix"]["shard"] = [shard for shard in SHARDS if shard != PODMAN]
+    assert "podman has 0 proof legs" in _proof_problems(job, makefile)
+    job = _jobs()["proof"]
+    job["strategy"]["matrix"]["shard"].append(PODMAN)
+    assert "podman has 2 proof legs" in _proof_problems(job, makefile)
+    job = _jobs()["proof"]
+    make, step = _step("proof", "make ")
+    step["env"] = {name: value.replace("'newest'", "'latest'") for name, value in step["env"].items()}
+    job["steps"][make] = step
+    assert _proof_problems(job, makefile) == ["newest's leg runs [['make', 'test-newest']], not make test"]
+    job = _jobs()["proof"]
+    job["runs-on"] = "ubuntu-24.04"
+    assert _proof_problems(job, makefile) == ["arm64's leg runs on ubuntu-24.04, not ubuntu-24.04-arm"]
+    wrong = makefile.replace("--shard=2024 ", "--shard=arm64 ")
+    assert wrong != makefile and [problem.split(":")[0] for problem in _proof_problems(_jobs()["proof"], wrong)] == [
+        "make test-2024 does not run --shard=2024 writing reports/test-times-2024.json"]
+    assert _proof_problems(_jobs()["proof"], makefile, (*SHARDS, "riscv64")) != []
+    skipped = makefile.replace("\t$(MAKE) test-arm64\n", "")
+    assert skipped != makefile and _test_all_problems(skipped, ci_run) != []
+    assert _test_all_problems(makefile, ci_run.replace("exec make test-all", "exec make test")) != []
+
+
+def test_the_proof_job_runs_as_ci_does_and_holds_nothing_it_could_leak() -> None:
+    job = _jobs()["proof"]
+    assert set(job["needs"]) == {"matrix", "checks"}
+    assert job["permissions"] == {"contents": "read"} and "secrets." not in json.dumps(job)
+    assert job["strategy"]["fail-fast"] is False and "if" not in job  # pull requests too
+    # .ci/run's settings, the same names and values.
+    exports = dict(re.findall(r"^export (\w+)=(\S+)$", CI_RUN.read_text(), flags=re.MULTILINE))
+    assert set(exports) == {"PUDEV_REQUIRE_ENGINE", "PUDEV_DISRUPTIVE_TESTS", "PUDEV_REPLACE_ENGINE", "CI"}
+    assert job["env"] == exports
+    # First, room on the runner, as the build job makes it; then a checkout that keeps no token.
+    steps = job["steps"]
+    _, room = _step("build", "Make room")
+    assert steps[0]["run"] == room["run"] and "/usr/share/dotnet" in room["run"]
+    assert steps[1]["uses"].startswith("actions/checkout@") and steps[1]["with"] == {"persist-credentials": False}
+    # Its times come back even from a failed shard, and a re-run of a leg may upload them again.
+    (upload,) = [step for step in steps if str(step.get("uses", "")).startswith("actions/upload-artifact@")]
+    assert upload["if"] == "${{ !cancelled() }}" and upload["with"]["overwrite"] is True
+
+
+@pytest.mark.parametrize(("private", "arm64_runners"), [("true", ""), ("false", "none")])
+def test_where_arm64_is_left_out_so_is_its_shard_with_the_same_warning(tmp_path: Path, private: str,
+                                                                       arm64_runners: str) -> None:
+    outputs = _matrix_step(tmp_path, private=private, arm64_runners=arm64_runners)
+    legs = [leg["shard"] for leg in _proof_legs(_jobs()["proof"], outputs["platform-args"])]
+    assert legs == [shard for shard in SHARDS if shard != ARM64]
+    assert "the proof's arm64 shard is skipped" in (tmp_path / "github_step_summary").read_text()
+
+
+def test_a_public_repository_proves_every_shard(tmp_path: Path) -> None:
+    outputs = _matrix_step(tmp_path, private="false")
+    assert [leg["shard"] for leg in _proof_legs(_jobs()["proof"], outputs["platform-args"])] == list(SHARDS)
+
+
 NEW_TORCH = REPO_ROOT / ".github/workflows/new-torch.yml"
 
 
@@ -974,3 +1155,76 @@ def test_with_a_gpu_runner_only_the_arm64_image_is_noted(tmp_path: Path) -> None
     assert "[!NOTE]" in summary and "linux/arm64" in summary
     quiet, quiet_summary = _run_gpu_note(tmp_path, "gpu-h100", "amd64")
     assert quiet.returncode == 0 and quiet.stdout == "" and quiet_summary == ""
+
+
+def _zstd_registry(tmp_path: Path, twin_configs: list[str], twin_layer: str = OCI_ZSTD_LAYER) -> dict[str, str]:
+    """skopeo and docker stubs on PATH for the zstd step: a registry of files (the release index of an amd64 and
+    an arm64 image, and the twin BuildKit pushed), each call logged; the step's environment."""
+    repository, digest = "ghcr.io/my-org/pytorch-universal-dev", {name: "sha256:" + name * 64 for name in "abcdef"}
+    documents = {digest["c"]: {"manifests": [{"digest": digest["a"]}, {"digest": digest["b"]}]},
+                 digest["a"]: {"config": {"digest": "sha256:amd64config"}, "layers": [{"mediaType": "gzip"}]},
+                 digest["b"]: {"config": {"digest": "sha256:arm64config"}, "layers": [{"mediaType": "gzip"}]},
+                 digest["e"]: {"manifests": [{"digest": digest["f"]}, {"digest": digest["d"]}]},
+                 **{digest[name]: {"config": {"digest": config}, "layers": [{"mediaType": twin_layer}]}
+                    for name, config in zip("fd", twin_configs, strict=True)}}
+    configs = {digest["a"]: {"os": "linux", "architecture": "amd64"},
+               digest["b"]: {"os": "linux", "architecture": "arm64", "variant": "v8"}}
+    store, bin_dir = tmp_path / "registry", tmp_path / "bin"
+    store.mkdir()
+    bin_dir.mkdir()
+    for key, document in documents.items():
+        (store / key).write_text(json.dumps(document))
+    for key, config in configs.items():
+        (store / f"{key}.config").write_text(json.dumps(config))
+    log = tmp_path / "calls.log"
+    (bin_dir / "skopeo").write_text(f'#!/bin/bash\necho "skopeo $*" >> {log}\n[ "$1" = inspect ] || exit 0\n'
+                                    f'ref=${{*: -1}}\nfile={store}/${{ref##*@}}\n'
+                                    '[[ " $* " == *" --config "* ]] && file=$file.config\ncat "$file"\n')
+    (bin_dir / "docker").write_text(f'#!/bin/bash\necho "docker $*" >> {log}\n[ "$2" = build ] || exit 0\n'
+                                    f'echo "stdin: $(cat)" >> {log}\n'
+                                    f'echo \'{{"containerimage.digest": "{digest["e"]}"}}\' > zstd.json\n')
+    for stub in bin_dir.iterdir():
+        stub.chmod(0o755)
+    (tmp_path / "promote.txt").write_text(f"promoted {repository}@{digest['c']}: cu132, cu132-20261201, latest\n")
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "RELEASE": f"{repository}@{digest['c']}", "VARIANT": "cu132"}
+
+
+def test_the_zstd_twin_is_buildkits_export_of_the_release_tagged_only_with_the_tested_configs(tmp_path: Path) -> None:
+    """BuildKit (a docker-container builder) exports `FROM RELEASE` for every platform RELEASE holds, all zstd
+    under OCI media types, pushed by digest; the -zstd tags are set only when its configs are the tested ones."""
+    _, step = _step("publish", "force-compression=true")
+    assert step["id"] == "zstd" and step["env"] == {"RELEASE": "${{ steps.promote.outputs.release }}"}
+    assert ".venv/bin/pudev" not in step["run"]  # the tested config is kept by BuildKit, checked here
+    env = _zstd_registry(tmp_path, ["sha256:arm64config", "sha256:amd64config"])
+    result = _run_step(step["run"], tmp_path, env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    build = next(call for call in calls if call.startswith("docker buildx build"))
+    assert "--builder pudev-zstd --platform linux/amd64,linux/arm64/v8 --provenance=false --sbom=false" in build
+    assert build.endswith(" --output type=registry,name=ghcr.io/my-org/pytorch-universal-dev,push-by-digest=true,"
+                          "compression=zstd,force-compression=true,oci-mediatypes=true -")
+    assert f"stdin: FROM {env['RELEASE']}" in calls
+    assert calls.index("docker buildx create --name pudev-zstd --driver docker-container") < calls.index(build)
+    assert "docker buildx rm pudev-zstd" in calls
+    twin = "ghcr.io/my-org/pytorch-universal-dev@sha256:" + "e" * 64
+    assert [call for call in calls if call.startswith("skopeo copy")] == [
+        f"skopeo copy --all --preserve-digests docker://{twin} docker://ghcr.io/my-org/pytorch-universal-dev:{tag}-zstd"
+        for tag in ("cu132", "cu132-20261201", "latest")]
+    assert _outputs(tmp_path) == {"release": twin}
+
+
+@pytest.mark.parametrize(("configs", "layer", "says"), [
+    (["sha256:arm64config", "sha256:rewritten"], OCI_ZSTD_LAYER, "The zstd twin has other configs"),
+    (["sha256:arm64config"] * 2, OCI_ZSTD_LAYER, "The zstd twin has other configs"),  # a platform lost
+    (["sha256:arm64config", "sha256:amd64config"], "application/vnd.oci.image.layer.v1.tar+gzip",
+     "The zstd twin is not all zstd"),
+])
+def test_a_twin_with_another_config_or_layer_fails_in_one_line_before_any_tag(tmp_path: Path, configs: list[str],
+                                                                                layer: str, says: str) -> None:
+    _, step = _step("publish", "force-compression=true")
+    result = _run_step(step["run"], tmp_path, _zstd_registry(tmp_path, configs, layer))
+    assert result.returncode == 1
+    (line,) = result.stdout.splitlines()
+    assert line.startswith(f"::error title={says}::") and "no -zstd tag was set" in line
+    assert "skopeo copy" not in (tmp_path / "calls.log").read_text()
+    assert (tmp_path / "github_output").read_text() == ""

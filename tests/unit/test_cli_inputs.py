@@ -203,7 +203,7 @@ def test_a_digest_the_registry_lacks_is_named_not_sent_on(capsys: pytest.Capture
     ("promote", ["CANDIDATE", "REGISTRY/REPO-candidates@sha256:"], ["--ca-bundle", "--cache-from", "variant names"]),
     ("test", ["--cpu-only", "--profile"], ["--ca-bundle", "--cache-from", "--no-cache"]),
     ("push", ["--registry", "--profile"], ["--ca-bundle", "--no-cache"]),
-    ("standins", ["--ca-bundle"], ["--set", "--profile", "--cache-from"]),
+    ("standins", ["--ca-bundle", "--profile"], ["--set", "--cache-from", "--variants-file"]),
     ("profiles", [], ["--set", "--profile", "--ca-bundle"]),
     ("pin", ["--variants-file"], ["--set", "--profile", "--ca-bundle"]),
     ("build", ["--set", "--ca-bundle", "--cache-from", "--no-cache"], []),

@@ -188,15 +188,6 @@ def cmd_promote(request: Request) -> int:
     return 0
 
 
-def cmd_keep_config(request: Request) -> int:
-    from pudev.release.keep_config import keep_config
-
-    option = request.options
-    changed = keep_config(option.release, Path(option.layout))
-    print(f"{option.layout}: {changed} image(s) now carry the tested config of {option.release}")
-    return 0
-
-
 def cmd_sbom(request: Request) -> int:
     # Orchestrated here, not in release/: the SBOM is reports/' (which release/ may not import).
     from pudev.engine import docker
@@ -290,7 +281,7 @@ def cmd_standins(request: Request) -> int:
     require_platform(request.options.platform)  # a typo would otherwise build nothing, silently
     ca_bundle = resolve_ca_bundle(request.build.ca_bundle, disabled=request.build.no_ca_bundle)
     try:
-        for line in build_standins(ca_bundle, platform=request.options.platform):
+        for line in build_standins(ca_bundle, platform=request.options.platform, profile=request.options.profile):
             print(line)
     except subprocess.CalledProcessError as error:  # debootstrap's or tar's own words are above this line
         tool = Path(str(error.cmd[0] if isinstance(error.cmd, list) else error.cmd).split()[0]).name
@@ -358,7 +349,7 @@ HANDLERS = {
     "variants": cmd_variants, "pick": cmd_pick, "plan": cmd_plan, "build": cmd_build, "test": cmd_test,
     "jupyter": cmd_jupyter, "tags": cmd_tags,
     "manifest": cmd_manifest, "push": cmd_push, "promote": cmd_promote, "sbom": cmd_sbom,
-    "keep-config": cmd_keep_config, "pin": cmd_pin,
+    "pin": cmd_pin,
     "matrix": cmd_matrix, "bake": cmd_bake,
     "clean": cmd_clean, "standins": cmd_standins, "profiles": cmd_profiles,
     "lock": cmd_lock, "new-torch": cmd_new_torch, "changelog": cmd_changelog,

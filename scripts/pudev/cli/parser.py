@@ -135,12 +135,6 @@ def build_parser(handlers: Mapping[str, Handler], description: str) -> argparse.
     sbom_mode = sbom.add_mutually_exclusive_group()
     sbom_mode.add_argument("--push", action="store_true", help="attach it to REGISTRY/REPO@sha256:... as an artifact")
     sbom_mode.add_argument("--fetch", action="store_true", help="fetch the SBOM attached to REGISTRY/REPO@sha256:...")
-    keep = command("keep-config", "give the images of an OCI layout copied from RELEASE (the zstd twin skopeo "
-                                  "made) the configs of the images that passed, so the twin keeps their image ids",
-                   names="", uses=frozenset())
-    keep.add_argument("release", metavar="RELEASE", help="what the layout was copied from: REGISTRY/REPO@sha256:...")
-    keep.add_argument("layout", metavar="LAYOUT",
-                      help="the OCI layout folder (skopeo's oci:LAYOUT:TAG), edited in place")
     pin = command("pin", "write each base and toolkit image's digest into the variant file", names="",
                   uses=frozenset())
     pin.add_argument("--variants-file", default="", metavar="PATH",
@@ -198,6 +192,9 @@ def _add_maintenance_commands(command: Callable[..., argparse.ArgumentParser]) -
     standins = command("standins", "build the stand-in images (idempotent)", names="", uses=frozenset({CA}))
     standins.add_argument("--platform", default="", metavar="PLATFORM",
                           help="only the stand-ins for this platform (default: every platform's)")
+    standins.add_argument("--profile", default="", metavar="NAME",
+                          help="only the stand-ins `pudev build --profile NAME` builds from, with --platform's "
+                               "(default: every profile's)")
     command("profiles", "list the stand-in profiles (docker/standins/standins.toml)", names="", uses=frozenset())
     lock = command("lock", "regenerate the hashed requirement locks (all variants by default, or --profile NAME)")
     lock.add_argument("--without-base", action="store_true",

@@ -177,12 +177,27 @@ def _build_image(standin: StandIn, os_image: str, recipe: str, ca_bundle: Path |
                          "see the log above")
 
 
-def build_standins(ca_bundle: Path | None, *, platform: str = "", out: Any = sys.stdout) -> list[str]:
-    """Build what is missing or stale (for `platform` alone when one is named); returns one status line
-    per stand-in."""
+def images_of_profile(profile: str, platform: str = "") -> set[str]:
+    """The stand-in images `pudev build --profile PROFILE [--platform PLATFORM]` builds from."""
+    from pudev.config.selection import Selection, resolve
+
+    (build,) = resolve(Selection(profile=profile, platform=platform)).variants
+    return {build.base_image, build.build_platform_image, *(toolkit.image for toolkit in build.toolkits)} - {""}
+
+
+def build_standins(ca_bundle: Path | None, *, platform: str = "", profile: str = "",
+                   out: Any = sys.stdout) -> list[str]:
+    """Build what is missing or stale (for `platform` alone when one is named, and only what `profile`'s
+    builds name when one is); returns one status line per stand-in."""
     docker.require_daemon()
     every = load_standins()
     standins = [standin for standin in every if platform in ("", standin.platform)]
+    if profile:
+        named = images_of_profile(profile, platform)
+        platforms = {standin.platform for standin in every if standin.image in named}
+        # Every other stand-in is built on the OS image, so a named platform needs its OS and the native one.
+        standins = [standin for standin in every if standin.image in named
+                    or (not standin.dockerfile and standin.platform in platforms | {NATIVE})]
     for needed in dict.fromkeys(standin.platform for standin in standins):
         emulation.require_runnable(needed, "pudev standins")
     os_recipes = {standin.platform: standin.recipe() for standin in standins if not standin.dockerfile}
