@@ -182,11 +182,6 @@ install_current_engine() {
         say "could not download Debian sid's$(printf ' %s' $ENGINE_PACKAGES) (the archive in the host's apt sources); nothing was installed"
         return 1
     fi
-    # The containerd image store, as a fresh Docker 29 install has it; a daemon.json someone else wrote is theirs.
-    if [ ! -e "$ENGINE_CONFIG_DIR/daemon.json" ]; then
-        mkdir -p "$ENGINE_CONFIG_DIR"
-        printf '{"features": {"containerd-snapshotter": true}}\n' > "$ENGINE_CONFIG_DIR/daemon.json"
-    fi
     stop_engine
     # shellcheck disable=SC2046  # the downloaded files, whose names hold no spaces
     if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(ls "$work"/debs/*.deb) >"$work/apt.log" 2>&1; then
@@ -195,6 +190,11 @@ install_current_engine() {
     fi
     rm -rf "$work"
     trap - EXIT
+    # The containerd image store, as a fresh Docker 29 install has it; a daemon.json someone else wrote is theirs.
+    if [ ! -e "$ENGINE_CONFIG_DIR/daemon.json" ]; then
+        mkdir -p "$ENGINE_CONFIG_DIR"
+        printf '{"features": {"containerd-snapshotter": true}}\n' > "$ENGINE_CONFIG_DIR/daemon.json"
+    fi
     say "installed Debian sid's $(dockerd --version | sed 's/,.*//') with containerd $(containerd --version | awk '{print $3}') and buildx"
 }
 

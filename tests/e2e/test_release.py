@@ -291,15 +291,15 @@ def test_pull_back_by_tag_and_digest_and_smoke_test(release_image: LocalImage, p
     tag = profile_variant(RELEASE_PROFILE).name
     docker.run(["rmi", "--force", release_image.image_id], check=False)  # every name and digest reference
     assert docker.inspect_image(release_image.image_id) is None
-    seen = len(registry.storage_host.requests)
     try:
         started = time.monotonic()
         docker.run(["pull", f"{repository}:{tag}"], timeout=3600)
         _timed("pull by tag (7 GB, daemon, blobs from the storage host)", started)
         docker.run(["pull", release], timeout=3600)
-        # The daemon fetched blobs (at least the config; layers it still holds are skipped) from the
-        # storage host, and never with the registry's token.
-        assert any(r.method == "GET" for r in registry.storage_host.requests[seen:])
+        # Whatever blob the daemon fetched came from the storage host, never with the registry's token. The
+        # containerd image store keeps content by digest after `rmi` (until its garbage collection), so it may
+        # fetch none here: pudev's client proves the redirected fetch (test_realistic_registry,
+        # test_registry_client); the daemon's is no longer proven on this store.
         assert not registry.storage_host.with_authorization()
         assert docker.image_id(release) == release_image.image_id  # the same image, byte for byte
         smoke = docker.run(["run", "--rm", release, "pudev", "selftest", "--", "-q", "-m", "smoke"], check=False,
