@@ -49,7 +49,7 @@ BUILD_CACHE_KEEP = "20GB"
 def release_for(builds: list[str]) -> list[str]:
     """Before a shard: remove every stand-in and stand-in build none of `builds` is or is made from, and cut the
     build cache where allowed (the module's docstring). Returns what was removed."""
-    from e2e_support import profile_variant, split_build  # e2e_support imports this module
+    from e2e_support import profile_variant, split_build, standin_builds  # e2e_support imports this module
 
     from pudev.building.plan import local_tag
     from pudev.devtools.standins import images_of_profile, load_standins
@@ -60,7 +60,7 @@ def release_for(builds: list[str]) -> list[str]:
         profile, platform = split_build(build)
         kept |= {local_tag(profile_variant(build)), *images_of_profile(profile, platform)}
     ours = {standin.image.rsplit(":", 1)[0] for standin in standins} | {
-        profile_variant(build).image for build in _every_build()}
+        profile_variant(build).image for build in standin_builds()}
     listed = docker.run(["images", "--format", "{{.Repository}}:{{.Tag}}"], check=False).stdout.split()
     removed = [name for name in listed if name.rsplit(":", 1)[0] in ours and name not in kept]
     if removed:
@@ -68,12 +68,6 @@ def release_for(builds: list[str]) -> list[str]:
     if os.environ.get("CI") == "true" or os.environ.get("PUDEV_PRUNE_BUILD_CACHE") == "1":
         docker.run(["builder", "prune", "-f", "--keep-storage", BUILD_CACHE_KEEP], check=False, timeout=1800)
     return removed
-
-
-def _every_build() -> list[str]:
-    from e2e_support import standin_builds
-
-    return standin_builds()
 
 
 def cache_dir() -> Path:
