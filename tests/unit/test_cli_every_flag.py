@@ -289,9 +289,13 @@ def test_every_command_has_a_refusing_engine_case() -> None:
 
 @pytest.mark.parametrize("name", sorted(AGAINST_A_REFUSING_ENGINE))
 def test_a_refusing_engine_or_index_is_one_line_never_a_traceback(name: str, tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+                                                                   capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A command that needs the engine (or the index, or a registry) and cannot have it fails in one line;
-    one that needs none of them succeeds. `pudev clean` once said "removed local tags" when rmi failed."""
+    one that needs none of them succeeds. `pudev clean` once said "removed local tags" when rmi failed.
+    No registry retries: a refused connection ends the same after them, 14 s later (test_registry.py
+    proves the retries)."""
+    monkeypatch.setenv("PUDEV_REGISTRY_RETRIES", "0")
     argv = [name, *(item.replace("{tmp}", str(tmp_path)) for item in AGAINST_A_REFUSING_ENGINE[name])]
     code = main(argv)
     captured = capsys.readouterr()

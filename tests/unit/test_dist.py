@@ -3,12 +3,16 @@ their fixes (no torch, no processes). Options and the torchrun command: test_dis
 
 from __future__ import annotations
 
+import signal
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pudev.image.dist import busbw, nccl_log
 from pudev.image.dist.judge import judge
+from pudev.image.dist.launch import _failures
 from pudev.image.dist.report import payload, render
 from pudev.image.verify import exit_code
 
@@ -141,3 +145,36 @@ def test_unresolvable_host_names_warn() -> None:
     run["ranks"][2]["facts"]["resolves_to"] = []
     check = _by_name(run)["host names"]
     assert check.status == "warn" and "node 1: node1 -> nothing" in check.detail and "--add-host" in check.fix
+
+
+@dataclass
+class _Failure:
+    """The fields of torch's ProcessFailure that launch.py reads."""
+
+    local_rank: int
+    pid: int
+    exitcode: int
+
+    def signal_name(self) -> str:
+        return signal.Signals(-self.exitcode).name
+
+
+@dataclass
+class _ChildFailed:
+    failures: dict[int, _Failure]
+
+
+@pytest.mark.parametrize("order", [(2, 3), (3, 2)])
+def test_the_first_line_names_the_killed_rank_not_torchruns_sigterm(tmp_path: Path, order: tuple[int, int]) -> None:
+    # CI on 2026-12-07: rank 3 was SIGKILLed; torchrun then sent rank 2 SIGTERM and reported both.
+    by_rank = {2: _Failure(0, 13, -signal.SIGTERM), 3: _Failure(1, 14, -signal.SIGKILL)}
+    error = _failures(_ChildFailed({rank: by_rank[rank] for rank in order}), tmp_path, 2)
+    assert "rank 3 (pid 14) was killed by SIGKILL" in error.message
+    assert "rank 2 (pid 13) was killed by SIGTERM" in error.detail
+
+
+def test_a_rank_that_wrote_its_failure_follows_the_killed_one(tmp_path: Path) -> None:
+    (tmp_path / "failure.0.txt").write_text("rank 4 on node 1: DDP step 3/600 failed: peer closed\n")
+    error = _failures(_ChildFailed({5: _Failure(1, 21, -signal.SIGKILL), 4: _Failure(0, 20, 1)}), tmp_path, 2)
+    assert "rank 5 (pid 21) was killed by SIGKILL" in error.message
+    assert "DDP step 3/600 failed" in error.detail

@@ -43,22 +43,26 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 
 def _failures(error: Any, run_dir: Path, nproc: int) -> PudevError:
-    """One line per local rank: killed by a signal, its own failure line, or stopped by torchrun."""
+    """One line per local rank: killed by a signal, its own failure line, or stopped by torchrun. The first
+    line is the cause: a rank killed by SIGTERM comes after other kills, as torchrun itself sends SIGTERM
+    to a node's other ranks once one fails, and may record them in the same failure."""
     failures = {failure.local_rank: (rank, failure) for rank, failure in error.failures.items()}
     first_rank = min(rank - failure.local_rank for rank, failure in failures.values())  # this node's rank 0
     own = {int(path.name.split(".")[1]): path.read_text().strip() for path in run_dir.glob("failure.*.txt")}
-    killed, lines = [], []
+    killed: list[tuple[bool, str]] = []
+    lines: list[str] = []
     for local in range(nproc):
         rank, failure = failures.get(local, (first_rank + local, None))
         if failure is not None and failure.exitcode < 0:
-            killed.append(f"rank {rank} (pid {failure.pid}) was killed by {failure.signal_name()}")
+            name = failure.signal_name()
+            killed.append((name == "SIGTERM", f"rank {rank} (pid {failure.pid}) was killed by {name}"))
         elif local in own:
             lines.append(own[local])
         elif failure is not None:
             lines.append(f"rank {rank} (pid {failure.pid}) exited with {failure.exitcode}")
         else:
             lines.append(f"rank {rank} was stopped by torchrun, which ends every rank of a node once one fails")
-    first, *rest = killed + lines
+    first, *rest = [line for _, line in sorted(killed, key=lambda kill: kill[0])] + lines
     detail = "\n".join([*(f"  {line}" for line in rest),
                         "  one rank or node stopping stops every rank: the first line names the cause"])
     return PudevError(f"the run failed on this node: {first}", detail=detail, exit_code=1)
