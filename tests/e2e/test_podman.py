@@ -153,11 +153,16 @@ def base_layer_count(config: dict[str, Any]) -> int:
 def test_the_zstd_copy_is_the_image_that_passed_and_fits_the_download_budget(
         zstd_copy: ZstdCopy, newest_image: LocalImage, report_dir: Path) -> None:
     """The copy is the tested image, all zstd: the same config (HEALTHCHECK included), so the same image id,
-    whose diff_ids a client checks each unpacked layer against (podman's pull below)."""
+    whose diff_ids a client checks each unpacked layer against (podman's pull below). The local image is read
+    by its layers' content: its id is its config's digest on the graph driver store, its manifest's on the
+    containerd store."""
     gzip, zstd = zstd_copy.manifests["gzip"], zstd_copy.manifests["zstd"]
-    assert gzip["config"]["digest"] == newest_image.image_id  # the candidate is the image that passed
-    assert zstd["config"] == {"mediaType": OCI_CONFIG, "digest": newest_image.image_id,
-                              "size": gzip["config"]["size"]}, "the zstd twin must keep the tested image id"
+    local = docker.inspect_image(newest_image.image_id)
+    assert local is not None, newest_image
+    # the candidate is the image that passed: the same layers, in order
+    assert zstd_copy.configs["gzip"]["rootfs"]["diff_ids"] == local["RootFS"]["Layers"]
+    assert zstd["config"] == {"mediaType": OCI_CONFIG, "digest": gzip["config"]["digest"],
+                              "size": gzip["config"]["size"]}, "the zstd twin must keep the tested image's config"
     assert {layer["mediaType"] for layer in zstd["layers"]} == {OCI_ZSTD_LAYER}  # enroot reads the first only
     assert len(zstd["layers"]) == len(gzip["layers"])
     assert "Healthcheck" in zstd_copy.configs["zstd"]["config"]  # what an OCI conversion of the config may drop

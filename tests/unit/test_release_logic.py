@@ -202,3 +202,29 @@ def test_a_kept_compile_cache_is_mounted_only_where_the_host_names_one(tmp_path:
     monkeypatch.setenv(KEPT_CCACHE, str(tmp_path / "cache"))
     kept = container_options(tmp_path, gpus=False, require_gpu=False)
     assert f"{tmp_path / 'cache'}:{KEPT_CCACHE_MOUNT}" in kept and f"{KEPT_CCACHE}={KEPT_CCACHE_MOUNT}" in kept
+
+
+@pytest.mark.parametrize("store", ["containerd", "graph driver"])
+def test_a_second_push_of_the_same_build_sends_nothing_on_either_store(
+        store: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The local image id is the manifest's digest on the containerd image store and the config's on the
+    graph driver store; a candidate already there is found by either (it was found by the config's alone)."""
+    from memory_registry import MemoryRegistry, digest_of
+
+    from pudev.engine import docker, images
+    from pudev.release import push
+
+    config = b'{"rootfs": {"type": "layers", "diff_ids": []}}'
+    manifest = json.dumps({"schemaVersion": 2, "config": {"digest": digest_of(config), "size": len(config)},
+                           "layers": []}).encode()
+    image_id = digest_of(manifest) if store == "containerd" else digest_of(config)
+    registry = MemoryRegistry()
+    target = Target("registry.example", "org/dev-image")
+    registry.put_manifest(target.candidates.repository, candidate_tag("cu130", image_id), manifest,
+                          "application/vnd.docker.distribution.manifest.v2+json")
+    monkeypatch.setattr(push, "RegistryClient", lambda *_args, **_kwargs: registry)
+    monkeypatch.setattr(images, "require_image", lambda _tag: {"Id": image_id})
+    monkeypatch.setattr(docker, "run", lambda *_args, **_kwargs: pytest.fail("pushed again"))
+    candidate, _ = push.push_candidate("pudev-local/dev-image:cu130", "cu130", target)
+    assert candidate.digest == digest_of(manifest)
+    assert "nothing pushed" in capsys.readouterr().err

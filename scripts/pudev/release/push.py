@@ -46,10 +46,13 @@ def _push_with_retries(remote: str, attempts: int) -> str:
     raise AssertionError("unreachable")
 
 
-def _config_digest(client: RegistryClient, target: Target, digest: str) -> str:
-    """A manifest's config digest, which is the local image id of the image it describes."""
+def _is_this_image(client: RegistryClient, target: Target, digest: str, image_id: str) -> bool:
+    """Whether the manifest `digest` is the local image `image_id`: on the containerd image store the id is
+    the manifest's digest (docker push sends the manifest as stored), on the graph driver store its config's."""
+    if digest == image_id:
+        return True
     body, _ = client.manifest(target.repository, digest)
-    return str(json.loads(body).get("config", {}).get("digest", ""))
+    return bool(json.loads(body).get("config", {}).get("digest", "") == image_id)
 
 
 def push_candidate(local_tag: str, variant: str, target: Target) -> tuple[DigestRef, str]:
@@ -63,7 +66,7 @@ def push_candidate(local_tag: str, variant: str, target: Target) -> tuple[Digest
     client.ping()
     remote = candidates.ref(tag)
     existing = client.digest(candidates.repository, tag)
-    if existing is not None and _config_digest(client, candidates, existing) == image_id:
+    if existing is not None and _is_this_image(client, candidates, existing, image_id):
         print(f"pudev: {remote} is already there ({existing[:19]}); nothing pushed", file=sys.stderr, flush=True)
         return DigestRef(candidates, existing), tag
     docker.run(["tag", local_tag, remote])
