@@ -88,19 +88,6 @@ class DistributionProcess:
                 self.process = subprocess.Popen([binary, "serve", str(self.config)], stdout=log, stderr=log)
             self._wait_until_up(self.process)
 
-    def garbage_collect(self) -> None:
-        """Distribution's own sweep, run while the registry is stopped: every blob that no manifest names goes."""
-        binary = shutil.which("docker-registry")
-        if binary is None:
-            raise RuntimeError("docker-registry is not installed (sudo apt-get install docker-registry)")
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.config.write_text(self.config_text)
-        # Not --delete-untagged: Distribution 2.8 would drop an index's untagged children (distribution#3178).
-        swept = subprocess.run([binary, "garbage-collect", str(self.config)], capture_output=True, text=True,
-                               check=False)
-        if swept.returncode != 0:
-            raise RuntimeError(f"docker-registry garbage-collect exited {swept.returncode}:\n{swept.stderr[-2000:]}")
-
     def _wait_until_up(self, process: subprocess.Popen[bytes]) -> None:
         deadline, last = time.monotonic() + START_SECONDS, ""
         while time.monotonic() < deadline:

@@ -11,7 +11,6 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, cast
 
-from jupyter_client_lite import free_port
 from tls_accept import TlsHttpServer
 
 
@@ -56,7 +55,10 @@ class HttpsService:
     def __init__(self, handler: type[BaseHTTPRequestHandler], context: ssl.SSLContext | None = None,
                  log: Path | None = None) -> None:
         self.handler, self.context, self.log = handler, context, log
-        self.port = free_port()
+        # Bound here, not at the first start: a port probed free and bound later could meanwhile become another
+        # connection's source port (CI's `.ci/run` of 2026-12-08: "Address already in use" at the proxy's start).
+        self._bound: _Server | None = _Server(0, handler, context, log)
+        self.port = int(self._bound.server_address[1])
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -73,7 +75,7 @@ class HttpsService:
         with self._lock:
             if self._server is not None:
                 return
-            self._server = _Server(self.port, self.handler, self.context, self.log)
+            self._server, self._bound = self._bound or _Server(self.port, self.handler, self.context, self.log), None
             self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
                                             name=f"https-{self.port}", daemon=True)
             self._thread.start()
@@ -81,6 +83,9 @@ class HttpsService:
     def stop(self) -> None:
         with self._lock:
             server, thread, self._server, self._thread = self._server, self._thread, None, None
+            bound, self._bound = self._bound, None
+        if bound is not None:  # never started
+            bound.server_close()
         if server is None:
             return
         server.shutdown()  # returns once the accept loop has ended (it polls every 0.1 s)

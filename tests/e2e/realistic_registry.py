@@ -5,8 +5,7 @@ only (no Docker), everything listening on 127.0.0.1:
   made for the run (`ca_file`; tls_material.py);
 - Distribution 2.8 (Debian's docker-registry) with `auth: token`: /v2/ answers
   401 `Bearer realm=...,service=...`; the token server (token_server.py) issues
-  scoped JWTs: "pusher" may pull, push and delete, "admin" that and list the
-  repositories (the catalog), "reader" only pull (its push is
+  scoped JWTs: "pusher" may pull, push and delete, "reader" only pull (its push is
   refused with 401 insufficient_scope), anonymous nothing;
 - blob GETs *and HEADs* answered with 307 by the `redirect` storage middleware
   (Distribution routes HEAD to the same ServeBlob). Location is
@@ -56,17 +55,15 @@ ISSUER = "pudev-test-token-server"
 
 
 class RealisticRegistry:
-    def __init__(self, root: Path, *, helper_user: str = "pusher", storage: Path | None = None) -> None:
-        """`storage`: where Distribution keeps blobs, when not under `root` (kept_between_runs.py keeps it)."""
+    def __init__(self, root: Path, *, helper_user: str = "pusher") -> None:
         root.mkdir(parents=True, exist_ok=True)
         self.root, self.helper_user = root, helper_user
         # Throwaway passwords, new each run; only the helper's store and the token server hold them.
         self.users = {"pusher": User(secrets.token_urlsafe(12), frozenset({"pull", "push", "delete"})),
-                      "admin": User(secrets.token_urlsafe(12), frozenset({"pull", "push", "delete", "catalog"})),
                       "reader": User(secrets.token_urlsafe(12), frozenset({"pull"}))}
         self.tls = TlsMaterial.create(root / "tls")
         signer = TokenSigner(root / "tls", issuer=ISSUER, service=SERVICE)
-        storage = storage or root / "storage"
+        storage = root / "storage"
         # Plain HTTP on 127.0.0.1, kinder than GHCR's: dockerd on the containerd image store fetches a token with
         # its process's system trust store alone, never certs.d (moby/moby#52361), and this CA is new each run.
         self.token_server = TokenServer(signer, self.users, None, root / "token-server.log")

@@ -52,9 +52,9 @@ def builds() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def registry(kept_registry: RealisticRegistry, docker_engine: str) -> Iterator[RealisticRegistry]:
-    with registry_client(kept_registry):
-        yield kept_registry
+def registry(run_registry: RealisticRegistry, docker_engine: str) -> Iterator[RealisticRegistry]:
+    with registry_client(run_registry):
+        yield run_registry
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,8 @@ compression=zstd,force-compression=true,oci-mediatypes=true), as the release wor
 zstd, the same config and so the same image id, which the workflow checks and so does this test): a zstd
 client proves it pulls exactly the image that passed, and the copy's size is measured from its manifest
 against the download budget (download-size.json). Podman's
-copy (the image and its keep-id copy, 14.6 GB for cu121) is dropped when the module ends: this
-machine's disk cannot also hold it beside the engine's images, the kept registry and the arm64
-build, and the rest of the run (and the next run's builds) need that room. Each run pulls it
-again, about 80 s plus a 20 s keep-id copy.
+copy (the image and its keep-id copy, 14.6 GB for cu121) is dropped when the module ends: the
+next shard's builds need that room. Each run pulls it again, about 80 s plus a 20 s keep-id copy.
 """
 
 from __future__ import annotations
@@ -80,22 +78,22 @@ def podman(docker_engine: str) -> RootlessPodman:
 
 
 @pytest.fixture(scope="module")
-def zstd_copy(newest_image: LocalImage, kept_registry: RealisticRegistry, report_dir: Path) -> ZstdCopy:
+def zstd_copy(newest_image: LocalImage, run_registry: RealisticRegistry, report_dir: Path) -> ZstdCopy:
     """The local build pushed as a candidate and its zstd copy made as the release workflow makes it after
     promote: BuildKit's export of `FROM candidate` with zstd layers under OCI media types."""
-    with registry_client(kept_registry):
-        gzip_ref, candidate_tag = push_candidate(kept_registry)
+    with registry_client(run_registry):
+        gzip_ref, candidate_tag = push_candidate(run_registry)
         repository = gzip_ref.split("@", 1)[0]
         started = time.monotonic()
-        zstd_digest = _buildkit_zstd(kept_registry, gzip_ref, f"{repository}:{candidate_tag}-zstd")
+        zstd_digest = _buildkit_zstd(run_registry, gzip_ref, f"{repository}:{candidate_tag}-zstd")
         seconds = time.monotonic() - started
-        client = RegistryClient(kept_registry.address)
+        client = RegistryClient(run_registry.address)
         path = repository.split("/", 1)[1]
         manifests = {kind: json.loads(client.manifest(path, digest)[0])
                      for kind, digest in (("gzip", gzip_ref.split("@", 1)[1]), ("zstd", zstd_digest))}
         configs = {kind: json.loads(client.get_blob(path, manifest["config"]["digest"]))
                    for kind, manifest in manifests.items()}
-    copy = ZstdCopy(gzip_ref, f"{repository}@{zstd_digest}", kept_registry, manifests, configs)
+    copy = ZstdCopy(gzip_ref, f"{repository}@{zstd_digest}", run_registry, manifests, configs)
     (report_dir / "download-size.json").write_text(json.dumps(_download_report(copy, seconds), indent=2) + "\n")
     return copy
 

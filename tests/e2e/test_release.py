@@ -59,10 +59,10 @@ def release_suite(profiles: Profiles) -> SuiteRun:
 
 
 @pytest.fixture(scope="module")
-def registry(kept_registry: RealisticRegistry, docker_engine: str,
+def registry(run_registry: RealisticRegistry, docker_engine: str,
              report_dir: Path) -> Iterator[RealisticRegistry]:
-    with registry_client(kept_registry):
-        yield kept_registry
+    with registry_client(run_registry):
+        yield run_registry
     docker.run(["rmi", f"{BROKEN_IMAGE}:{profile_variant(RELEASE_PROFILE).name}"], check=False)
     (report_dir / "publish-timings.json").write_text(json.dumps(TIMINGS, indent=2) + "\n")
     print(f"publish timings (s): {TIMINGS}")
