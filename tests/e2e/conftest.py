@@ -69,7 +69,7 @@ def realistic_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rea
 def run_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealisticRegistry]:
     """One registry per run for the release, podman and every-platform tests, its storage removed at the run's
     end (pytest keeps its last three temporary folders, and this one holds gigabytes). A registry kept between
-    runs saved at most the 45 s the 2024 shard's release tests take on a fresh registry, and held 11 GB
+    runs saved at most the 45 to 69 s the 2024 shard's release tests take on a new registry, and held 11 GB
     (2026-12-08)."""
     _require_registry()
     root = tmp_path_factory.mktemp("run-registry")

@@ -56,7 +56,7 @@ class HttpsService:
                  log: Path | None = None) -> None:
         self.handler, self.context, self.log = handler, context, log
         # Bound here, not at the first start: a port probed free and bound later could meanwhile become another
-        # connection's source port (CI's `.ci/run` of 2026-12-08: "Address already in use" at the proxy's start).
+        # connection's source port (a fresh `.ci/run` on 2026-12-08: "Address already in use" at the proxy's start).
         self._bound: _Server | None = _Server(0, handler, context, log)
         self.port = int(self._bound.server_address[1])
         self._server: _Server | None = None
