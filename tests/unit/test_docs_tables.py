@@ -134,3 +134,14 @@ def test_the_chinese_variant_table_translates_each_note() -> None:
     if "wheels" in GENERATORS["variants"]():
         assert "的 wheel（取自 https://" in table  # an arm64 build from torch's wheels  # noqa: RUF001
     assert "（latest）" in table  # noqa: RUF001
+
+
+@pytest.mark.parametrize("zstd", [480_000_000, 539_000_000])
+def test_the_download_table_marks_own_layers_over_their_budget(zstd: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import docs_tables
+
+    data = {"variant": "cu132", "measured_at": "2026-12-08T02:28:30+0000", "zstd": "zstd's default level",
+            "budget_bytes": 500_000_000, "own_layers": [{"step": "RUN x", "gzip": 600_000_000, "zstd": zstd}],
+            "own_bytes": {"gzip": 600_000_000, "zstd": zstd}, "base_bytes": {"gzip": 3, "zstd": 2}}
+    monkeypatch.setattr(docs_tables, "_benchmark", lambda _name: data)
+    assert ("**over**" in docs_tables.download_size()) == (zstd > 500_000_000)
